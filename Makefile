@@ -1,0 +1,39 @@
+# The two commands: `make demo` and `make test`. Each sets up what it needs
+# (virtual environment, dependencies, the C++ extension) and is quick when
+# nothing changed.
+VENV      := .venv
+PY        := $(VENV)/bin/python
+DEPS      := $(VENV)/.deps-stamp
+EXT       := build/.ext-stamp
+CSRC      := $(shell find csrc -name '*.cpp' -o -name '*.h')
+CCACHE    := $(wildcard /usr/lib/ccache/g++)
+
+.PHONY: demo test build bench clean
+
+demo: $(EXT)
+	$(PY) examples/train_demo.py
+
+test: $(EXT)
+	$(PY) -m pytest -q tests
+
+build: $(EXT)
+
+bench: $(EXT)
+	$(PY) benchmarks/eager_overhead.py
+
+$(DEPS): requirements.txt pyproject.toml
+	@command -v ccache >/dev/null 2>&1 || (apt-get install -y -q ccache >/dev/null 2>&1 || (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q ccache >/dev/null 2>&1) || echo "ccache not available; building without it")
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements.txt
+	# Registers the package (and its torch.backends entry point) in place;
+	# the extension itself is built by the rule below.
+	TORCH_TPU_SKIP_EXT=1 $(PY) -m pip install -q --no-build-isolation --no-deps -e .
+	touch $@
+
+$(EXT): $(DEPS) $(CSRC) setup.py
+	TORCH_DEVICE_BACKEND_AUTOLOAD=0 MAX_JOBS=2 $(if $(CCACHE),CXX=$(CCACHE),) $(PY) setup.py -q build_ext --inplace
+	@mkdir -p build && touch $@
+
+clean:
+	rm -rf build torch_tpu/_C*.so

@@ -1,0 +1,93 @@
+// copy_ between tpu and host, and between tpu tensors; item().
+#include <ATen/ops/_local_scalar_dense.h>
+#include <ATen/ops/empty.h>
+#include <c10/core/DeviceGuard.h>
+#include <torch/library.h>
+
+#include "device/storage.h"
+#include "exec/op_runner.h"
+#include "lowering/context.h"
+#include "lowering/view.h"
+#include "runtime/runtime.h"
+
+namespace torch_tpu::aten {
+namespace {
+
+int64_t storage_numel(const at::Tensor& t) {
+  return static_cast<int64_t>(t.storage().nbytes()) / static_cast<int64_t>(t.element_size());
+}
+
+bool covers(const at::Tensor& t) {
+  return lowering::covers_storage({t.sizes(), t.strides(), t.storage_offset()}, storage_numel(t));
+}
+
+// tpu -> tpu on one device: the "copy" lowering (converts and broadcasts).
+void copy_on_device(const at::Tensor& self, const at::Tensor& src) {
+  static auto op = c10::Dispatcher::singleton().findSchemaOrThrow("aten::copy_", "");
+  torch::jit::Stack stack{self, src, false};
+  exec::run_lowered_op(op, &stack);
+}
+
+void upload(const at::Tensor& self, const at::Tensor& src) {
+  at::Tensor host = src.to(self.scalar_type()).expand(self.sizes()).contiguous();
+  if (!covers(self)) {
+    at::Tensor tmp = exec::empty_tensor(self.sizes(), self.scalar_type(), self.device().index());
+    upload(tmp, host);
+    copy_on_device(self, tmp);
+    return;
+  }
+  auto& sb = device::storage_buffer(self.storage());
+  sb.buffer = runtime::get().to_device(
+      host.const_data_ptr(), hlo::TensorType{lowering::element_type(self.scalar_type()), {self.numel()}},
+      self.device().index());
+  sb.dtype = self.scalar_type();
+}
+
+void download(const at::Tensor& self, const at::Tensor& src) {
+  at::Tensor dense = src;
+  auto* sb = &device::storage_buffer(src.storage());
+  if (!covers(src) || (sb->buffer && sb->dtype != src.scalar_type())) {
+    dense = exec::empty_tensor(src.sizes(), src.scalar_type(), src.device().index());
+    copy_on_device(dense, src);
+    sb = &device::storage_buffer(dense.storage());
+  }
+  at::Tensor host = at::empty(src.sizes(), src.options().device(at::kCPU));
+  if (sb->buffer)
+    runtime::get().to_host(sb->buffer, host.mutable_data_ptr(), host.nbytes());
+  else
+    host.zero_();
+  self.copy_(host);
+}
+
+at::Tensor& copy_(at::Tensor& self, const at::Tensor& src, bool non_blocking) {
+  if (self.is_same(src) || self.numel() == 0) return self;
+  if (self.is_privateuseone() && src.is_privateuseone()) {
+    if (self.device() == src.device()) {
+      copy_on_device(self, src);
+    } else {
+      upload(self, src.cpu());
+    }
+  } else if (self.is_privateuseone()) {
+    TORCH_CHECK(src.is_cpu(), "torch_tpu: cannot copy from ", src.device(), " to ", self.device());
+    upload(self, src);
+  } else {
+    TORCH_CHECK(self.is_cpu(), "torch_tpu: cannot copy from ", src.device(), " to ", self.device());
+    download(self, src);
+  }
+  return self;
+}
+
+at::Scalar local_scalar_dense(const at::Tensor& self) {
+  at::Tensor host = at::empty({}, self.options().device(at::kCPU));
+  download(host, self);
+  return at::_local_scalar_dense(host);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("copy_", TORCH_FN(copy_));
+  m.impl("_local_scalar_dense", TORCH_FN(local_scalar_dense));
+}
+
+}  // namespace torch_tpu::aten

@@ -1,0 +1,74 @@
+// The device guard: PyTorch's way of switching the current tpu device.
+// There is one in-order stream per device; events are markers on it.
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <c10/util/Exception.h>
+
+#include "device/guard.h"
+#include "runtime/runtime.h"
+
+namespace torch_tpu::device {
+namespace {
+
+thread_local c10::DeviceIndex t_current_device = 0;
+
+struct TpuGuardImpl final : public c10::impl::DeviceGuardImplInterface {
+  static constexpr c10::DeviceType kType = c10::DeviceType::PrivateUse1;
+
+  c10::DeviceType type() const override { return kType; }
+
+  c10::Device exchangeDevice(c10::Device d) const override {
+    auto old = getDevice();
+    if (old.index() != d.index()) setDevice(d);
+    return old;
+  }
+  c10::Device getDevice() const override { return {kType, t_current_device}; }
+  void setDevice(c10::Device d) const override {
+    TORCH_CHECK(d.type() == kType, "torch_tpu: expected a tpu device, got ", d);
+    if (d.index() >= 0) set_current_device(d.index());
+  }
+  void uncheckedSetDevice(c10::Device d) const noexcept override {
+    if (d.index() >= 0) t_current_device = d.index();
+  }
+  c10::Stream getStream(c10::Device d) const override {
+    return c10::Stream(c10::Stream::DEFAULT, d);
+  }
+  c10::Stream getDefaultStream(c10::Device d) const override { return getStream(d); }
+  c10::Stream getNewStream(c10::Device d, int) const override { return getStream(d); }
+  c10::Stream exchangeStream(c10::Stream s) const override { return getStream(s.device()); }
+  c10::DeviceIndex deviceCount() const noexcept override {
+    try {
+      return device_count();
+    } catch (...) {
+      return 0;
+    }
+  }
+  // Programs on a device run in issue order, so an event needs no state:
+  // waiting on it is waiting for the device.
+  void record(void**, const c10::Stream&, const c10::DeviceIndex, const c10::EventFlag) const override {}
+  void block(void*, const c10::Stream&) const override {}
+  bool queryEvent(void*) const override { return true; }
+  void destroyEvent(void*, const c10::DeviceIndex) const noexcept override {}
+  bool queryStream(const c10::Stream&) const override { return true; }
+  void synchronizeStream(const c10::Stream& s) const override { runtime::get().synchronize(s.device_index()); }
+  void synchronizeEvent(void*) const override {
+    runtime::get().synchronize(t_current_device);
+  }
+  void synchronizeDevice(const c10::DeviceIndex index) const override { runtime::get().synchronize(index); }
+  void recordDataPtrOnStream(const c10::DataPtr&, const c10::Stream&) const override {}
+};
+
+C10_REGISTER_GUARD_IMPL(PrivateUse1, TpuGuardImpl);
+
+}  // namespace
+
+c10::DeviceIndex current_device() { return t_current_device; }
+
+void set_current_device(c10::DeviceIndex index) {
+  TORCH_CHECK(index >= 0 && index < device_count(), "torch_tpu: invalid device index ", static_cast<int>(index),
+              " (", static_cast<int>(device_count()), " tpu device(s) available)");
+  t_current_device = index;
+}
+
+c10::DeviceIndex device_count() { return static_cast<c10::DeviceIndex>(runtime::get().device_count()); }
+
+}  // namespace torch_tpu::device

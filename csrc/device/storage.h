@@ -1,0 +1,38 @@
+// Device storage: each at::Storage on `tpu` owns one runtime buffer (a 1-D
+// array of its elements) behind a synthetic data pointer that is unique,
+// stable and never dereferenced.
+#pragma once
+
+#include <c10/core/Allocator.h>
+#include <c10/core/ScalarType.h>
+#include <c10/core/Storage.h>
+
+#include "runtime/runtime.h"
+
+namespace torch_tpu::device {
+
+// What a storage's DataPtr context points to.
+struct StorageBuffer {
+  // 1-D array of `dtype` elements covering the storage; null until the
+  // storage is first written (it then reads as zeros).
+  runtime::BufferRef buffer;
+  at::ScalarType dtype = at::ScalarType::Undefined;
+  int device = 0;
+  size_t nbytes = 0;
+};
+
+at::Allocator* allocator();
+
+// The buffer record behind a tpu storage.
+StorageBuffer& storage_buffer(const c10::Storage& storage);
+
+struct MemoryStats {
+  int64_t allocated_bytes = 0;
+  int64_t peak_bytes = 0;
+  int64_t num_allocs = 0;
+  int64_t num_frees = 0;
+};
+MemoryStats memory_stats(int device);
+void reset_peak_memory(int device);
+
+}  // namespace torch_tpu::device

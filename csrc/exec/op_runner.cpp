@@ -1,0 +1,550 @@
+#include "exec/op_runner.h"
+
+#include <ATen/EmptyTensor.h>
+#include <ATen/core/Generator.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_strided.h>
+#include <c10/core/DeviceGuard.h>
+#include <c10/util/Exception.h>
+
+#include <cstring>
+#include <mutex>
+#include <sstream>
+#include <memory>
+#include <unordered_map>
+
+#include "device/generator.h"
+#include "device/guard.h"
+#include "device/storage.h"
+#include "lowering/registry.h"
+#include "lowering/view.h"
+#include "runtime/runtime.h"
+
+namespace torch_tpu::exec {
+
+using lowering::ElementType;
+using lowering::LowerCtx;
+using lowering::OutputMeta;
+using lowering::ParamSource;
+using lowering::Value;
+
+namespace {
+
+// ---- argument walking -------------------------------------------------------
+
+template <typename F>
+void for_each_tensor(const std::vector<c10::IValue>& args, F&& f) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const auto& v = args[i];
+    if (v.isTensor()) {
+      if (v.toTensor().defined()) f(v.toTensor(), static_cast<int>(i), -1);
+    } else if (v.isList()) {
+      auto list = v.toListRef();
+      for (size_t k = 0; k < list.size(); ++k)
+        if (list[k].isTensor() && list[k].toTensor().defined())
+          f(list[k].toTensor(), static_cast<int>(i), static_cast<int>(k));
+    }
+  }
+}
+
+bool is_write(const c10::Argument& a) { return a.alias_info() && a.alias_info()->isWrite(); }
+
+std::string full_name(const c10::FunctionSchema& s) {
+  return s.overload_name().empty() ? s.name() : s.name() + "." + s.overload_name();
+}
+
+// ---- program cache key --------------------------------------------------------
+
+void append_int(std::string& k, int64_t v) {
+  k += std::to_string(v);
+  k += ',';
+}
+
+void append_tensor(std::string& k, const at::Tensor& t) {
+  if (t.device().is_cpu()) {
+    k += 'c';
+    append_int(k, static_cast<int>(t.scalar_type()));
+    return;
+  }
+  k += 'T';
+  append_int(k, static_cast<int>(t.scalar_type()));
+  for (auto s : t.sizes()) append_int(k, s);
+  k += '/';
+  for (auto s : t.strides()) append_int(k, s);
+  k += '@';
+  append_int(k, t.storage_offset());
+  append_int(k, static_cast<int64_t>(t.storage().nbytes()));
+  auto& sb = device::storage_buffer(t.storage());
+  append_int(k, sb.buffer ? static_cast<int>(sb.dtype) : -1);
+}
+
+void append_value(std::string& k, const c10::IValue& v, const c10::Argument& a) {
+  if (v.isTensor()) {
+    if (v.toTensor().defined())
+      append_tensor(k, v.toTensor());
+    else
+      k += 'N';
+  } else if (v.isNone()) {
+    k += 'N';
+  } else if (v.isList()) {
+    auto list = v.toListRef();
+    k += 'L';
+    append_int(k, static_cast<int64_t>(list.size()));
+    for (const auto& e : list) append_value(k, e, a);
+  } else if (v.isScalar() && a.type()->kind() != c10::TypeKind::IntType &&
+             a.type()->kind() != c10::TypeKind::FloatType && a.type()->kind() != c10::TypeKind::BoolType) {
+    // A Scalar (or Scalar?) argument is a runtime operand: only its kind
+    // shapes the program.
+    k += v.isDouble() ? 'd' : v.isInt() ? 'i' : v.isBool() ? 'b' : 'z';
+  } else if (v.isDouble()) {
+    double d = v.toDouble();
+    uint64_t bits;
+    std::memcpy(&bits, &d, 8);
+    k += 'f';
+    append_int(k, static_cast<int64_t>(bits));
+  } else if (v.isInt()) {
+    k += 'i';
+    append_int(k, v.toInt());
+  } else if (v.isBool()) {
+    k += v.toBool() ? "t," : "F,";
+  } else if (v.isString()) {
+    k += 's';
+    k += v.toStringRef();
+    k += ',';
+  } else if (v.isGenerator()) {
+    k += 'g';
+  } else if (v.isDevice()) {
+    k += 'D';
+    k += v.toDevice().str();
+  } else {
+    // dtype, layout, memory_format and friends are ints inside IValue.
+    k += 'o';
+    k += v.tagKind();
+    k += ':';
+    std::ostringstream os;
+    os << v;
+    k += os.str();
+    k += ',';
+  }
+  k += '|';
+}
+
+// ---- compiled programs ----------------------------------------------------------
+
+struct Write {
+  int arg, item;
+  int result;
+  at::ScalarType dtype;
+};
+struct NewOut {
+  int result;
+  at::ScalarType dtype;
+  std::vector<int64_t> sizes;
+};
+// One schema return: an argument (in-place / out=), or new outputs.
+struct ReturnPlan {
+  int alias_arg = -1;
+  int first_new = 0;
+  int num_new = 0;
+  bool is_list = false;
+};
+
+struct Program {
+  runtime::ExecutableRef exe;
+  int device = 0;
+  std::vector<ParamSource> params;
+  std::vector<std::pair<int, std::vector<int64_t>>> resizes;
+  std::vector<Write> writes;
+  std::vector<NewOut> news;
+  std::vector<ReturnPlan> returns;
+};
+
+std::unordered_map<std::string, std::shared_ptr<Program>>& cache() {
+  static auto* c = new std::unordered_map<std::string, std::shared_ptr<Program>>();
+  return *c;
+}
+ProgramCacheStats g_stats;
+
+const at::Tensor& tensor_at(const std::vector<c10::IValue>& args, int arg, int item) {
+  if (item < 0) return args[arg].toTensor();
+  return args[arg].toListRef()[item].toTensor();
+}
+
+// ---- meta: PyTorch's own shape, dtype and error checking ----------------------
+
+struct MetaResult {
+  bool known = false;
+  std::vector<std::optional<OutputMeta>> returns;  // flattened schema returns
+  std::vector<c10::IValue> args;                    // meta arguments after the call
+};
+
+at::Tensor to_meta(const at::Tensor& t, std::unordered_map<const void*, at::Tensor>& bases) {
+  if (!t.defined() || !t.is_privateuseone()) return t;
+  int64_t numel = static_cast<int64_t>(t.storage().nbytes()) / static_cast<int64_t>(t.element_size());
+  auto opts = t.options().device(at::kMeta);
+  if (t.storage_offset() == 0 && t.numel() == numel && t.is_contiguous())
+    return at::empty_strided(t.sizes(), t.strides(), opts);
+  const void* key = t.storage().unsafeGetStorageImpl();
+  auto it = bases.find(key);
+  if (it == bases.end() || it->second.scalar_type() != t.scalar_type())
+    it = bases.insert_or_assign(key, at::empty({numel}, opts)).first;
+  return it->second.as_strided(t.sizes(), t.strides(), t.storage_offset());
+}
+
+MetaResult run_meta(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args) {
+  MetaResult r;
+  std::unordered_map<const void*, at::Tensor> bases;
+  torch::jit::Stack stack;
+  for (const auto& v : args) {
+    if (v.isTensor()) {
+      stack.emplace_back(to_meta(v.toTensor(), bases));
+    } else if (v.isTensorList()) {
+      std::vector<at::Tensor> ts;
+      for (const auto& t : v.toTensorVector()) ts.push_back(to_meta(t, bases));
+      stack.emplace_back(ts);
+    } else if (v.isList() && v.toList().elementType()->kind() == c10::TypeKind::OptionalType &&
+               v.toList().elementType()->containedType(0)->kind() == c10::TypeKind::TensorType) {
+      c10::List<std::optional<at::Tensor>> ts;
+      for (const auto& e : v.toListRef())
+        ts.push_back(e.isTensor() ? std::optional<at::Tensor>(to_meta(e.toTensor(), bases)) : std::nullopt);
+      stack.emplace_back(ts);
+    } else if (v.isGenerator()) {
+      stack.emplace_back();  // meta kernels draw no numbers
+    } else {
+      stack.push_back(v);
+    }
+  }
+  r.args = stack;  // handles: resizes made by the meta kernel show through
+  try {
+    op.callBoxed(stack);
+  } catch (const c10::NotImplementedError&) {
+    return r;  // no meta kernel: the rule's own types decide
+  }
+  r.known = true;
+  for (const auto& v : stack) {
+    if (v.isTensor()) {
+      const auto& t = v.toTensor();
+      r.returns.push_back(OutputMeta{t.scalar_type(), t.sizes().vec()});
+    } else if (v.isTensorList()) {
+      for (const auto& t : v.toTensorVector()) r.returns.push_back(OutputMeta{t.scalar_type(), t.sizes().vec()});
+    }
+  }
+  return r;
+}
+
+// ---- lowering one op to a program ---------------------------------------------------
+
+Value fit(Value v, at::ScalarType dtype, const std::vector<int64_t>& sizes) {
+  v = hlo::convert(v, lowering::element_type(dtype));
+  if (v.dims() == sizes) return v;
+  int64_t n = 1;
+  for (auto s : sizes) n *= s;
+  if (v.type().numel() == n && v.rank() != static_cast<int64_t>(sizes.size())) return hlo::reshape(v, sizes);
+  return hlo::broadcast_to(v, sizes);
+}
+
+std::string describe_tensors(const std::vector<c10::IValue>& args) {
+  std::string s;
+  for_each_tensor(args, [&](const at::Tensor& t, int, int) {
+    std::ostringstream os;
+    os << (s.empty() ? "" : ", ") << t.scalar_type() << t.sizes() << " on " << t.device();
+    s += os.str();
+  });
+  return s.empty() ? "no tensors" : s;
+}
+
+std::shared_ptr<Program> compile_op(const c10::OperatorHandle& op, std::vector<c10::IValue>& args, int device) {
+  const auto& schema = op.schema();
+  const auto& sargs = schema.arguments();
+  std::string name = schema.name().substr(schema.name().find("::") + 2);
+  lowering::Rule rule = lowering::find_rule(name);
+  TORCH_CHECK_NOT_IMPLEMENTED(rule != nullptr, "torch_tpu: ", full_name(schema),
+                              " has no tpu lowering yet (called with ", describe_tensors(args),
+                              "). Please report it; set TORCH_TPU_CPU_FALLBACK=1 to run it on the CPU instead.");
+
+  auto prog = std::make_shared<Program>();
+  prog->device = device;
+  MetaResult meta = run_meta(op, args);
+
+  // out= tensors take the shape the meta kernel gave them.
+  if (meta.known) {
+    for (size_t a = 0; a < sargs.size(); ++a) {
+      if (!is_write(sargs[a]) || !args[a].isTensor() || !meta.args[a].isTensor()) continue;
+      auto& real = args[a].toTensor();
+      auto new_sizes = meta.args[a].toTensor().sizes();
+      if (real.sizes() != new_sizes) {
+        prog->resizes.emplace_back(static_cast<int>(a), new_sizes.vec());
+        real.resize_(new_sizes);
+      }
+    }
+  }
+
+  // Which argument each aliasing return writes to.
+  const auto& srets = schema.returns();
+  auto aliased_arg = [&](const c10::Argument& ret) -> int {
+    if (!ret.alias_info() || !ret.alias_info()->isWrite()) return -1;
+    for (size_t a = 0; a < sargs.size(); ++a)
+      if (sargs[a].alias_info() && sargs[a].alias_info()->beforeSets() == ret.alias_info()->beforeSets())
+        return static_cast<int>(a);
+    return -1;
+  };
+  std::vector<bool> returned(sargs.size(), false);
+  for (const auto& ret : srets) {
+    int a = aliased_arg(ret);
+    if (a >= 0) returned[a] = true;
+  }
+
+  // Output metadata for the rule: one slot per value it returns.
+  std::vector<std::optional<OutputMeta>> slots;
+  if (meta.known) {
+    slots = meta.returns;
+    for (size_t a = 0; a < sargs.size(); ++a) {
+      if (!is_write(sargs[a]) || returned[a]) continue;
+      for_each_tensor({meta.args[a]}, [&](const at::Tensor& t, int, int) {
+        slots.push_back(OutputMeta{t.scalar_type(), t.sizes().vec()});
+      });
+    }
+  }
+
+  LowerCtx ctx(schema, args, slots);
+  std::vector<Value> results = rule(ctx);
+  auto& b = ctx.b();
+
+  // Results land either in new tensors or in argument storages.
+  std::vector<Value> outputs;
+  std::vector<std::pair<const void*, Value>> storages;  // updated storage values
+  std::vector<Write> writes;
+  size_t r = 0;
+  auto take = [&]() -> Value {
+    TORCH_CHECK(r < results.size(), "torch_tpu: lowering of ", full_name(schema), " returned ", results.size(),
+                " values, fewer than the op's outputs");
+    return results[r++];
+  };
+  auto write_to = [&](int arg, int item) {
+    const at::Tensor& t = tensor_at(args, arg, item);
+    Value v = fit(take(), t.scalar_type(), t.sizes().vec());
+    const void* key = t.storage().unsafeGetStorageImpl();
+    int64_t numel = static_cast<int64_t>(t.storage().nbytes()) / static_cast<int64_t>(t.element_size());
+    lowering::ViewLayout layout{t.sizes(), t.strides(), t.storage_offset()};
+    for (auto& [k, cur] : storages) {
+      if (k == key) {  // a second write into the same storage builds on the first
+        cur = lowering::write_view(cur, layout, v);
+        return;
+      }
+    }
+    Value updated = lowering::covers_storage(layout, numel) ? hlo::reshape(v, {numel})
+                                                            : lowering::write_view(ctx.storage_param(arg, item), layout, v);
+    storages.emplace_back(key, updated);
+    writes.push_back(Write{arg, item, -1, t.scalar_type()});
+  };
+  auto new_output = [&](size_t slot) {
+    Value v = take();
+    at::ScalarType dtype = slot < slots.size() && slots[slot] ? slots[slot]->dtype : lowering::scalar_type(v.element());
+    std::vector<int64_t> sizes = slot < slots.size() && slots[slot] ? slots[slot]->sizes : v.dims();
+    v = fit(v, dtype, sizes);
+    int64_t n = v.type().numel();
+    prog->news.push_back(NewOut{static_cast<int>(outputs.size()), dtype, sizes});
+    outputs.push_back(hlo::reshape(v, {n}));
+  };
+
+  size_t extras = 0;
+  for (size_t a = 0; a < sargs.size(); ++a)
+    if (is_write(sargs[a]) && !returned[a]) for_each_tensor({args[a]}, [&](const at::Tensor&, int, int) { ++extras; });
+
+  for (const auto& ret : srets) {
+    ReturnPlan plan;
+    int a = aliased_arg(ret);
+    bool is_list = ret.type()->kind() == c10::TypeKind::ListType;
+    if (a >= 0) {
+      plan.alias_arg = a;
+      if (args[a].isTensor()) {
+        write_to(a, -1);
+      } else {
+        for_each_tensor({args[a]}, [&](const at::Tensor&, int, int item) { write_to(a, item); });
+      }
+    } else if (is_list) {
+      plan.is_list = true;
+      plan.first_new = static_cast<int>(prog->news.size());
+      size_t count = results.size() - r - extras;
+      for (size_t i = 0; i < count; ++i) new_output(r);
+      plan.num_new = static_cast<int>(count);
+    } else {
+      TORCH_CHECK_NOT_IMPLEMENTED(ret.type()->kind() == c10::TypeKind::TensorType, "torch_tpu: ", full_name(schema),
+                                  " returns a ", ret.type()->str(), "; only tensor results are lowered");
+      plan.first_new = static_cast<int>(prog->news.size());
+      plan.num_new = 1;
+      new_output(r);
+    }
+    prog->returns.push_back(plan);
+  }
+  for (size_t a = 0; a < sargs.size(); ++a) {
+    if (!is_write(sargs[a]) || returned[a]) continue;
+    if (args[a].isTensor()) {
+      if (args[a].toTensor().defined()) write_to(static_cast<int>(a), -1);
+    } else {
+      for_each_tensor({args[a]}, [&](const at::Tensor&, int, int item) { write_to(static_cast<int>(a), item); });
+    }
+  }
+  for (size_t i = 0; i < writes.size(); ++i) {
+    writes[i].result = static_cast<int>(outputs.size());
+    outputs.push_back(storages[i].second);
+  }
+  prog->writes = std::move(writes);
+  prog->params = ctx.params();
+  prog->exe = runtime::get().compile(b.module_text(outputs), device, full_name(schema));
+  return prog;
+}
+
+// ---- running a program ------------------------------------------------------------
+
+// Uploaded scalars, by (dtype, bits, device): constants such as alpha=1 or a
+// fixed learning rate are sent once.
+runtime::BufferRef upload_scalar(const c10::Scalar& s, at::ScalarType dtype, int device) {
+  static auto* cache = new std::unordered_map<std::string, runtime::BufferRef>();
+  uint8_t bytes[8] = {0};
+  switch (dtype) {
+    case at::kBool: { bool v = s.toBool(); std::memcpy(bytes, &v, 1); break; }
+    case at::kByte: { auto v = static_cast<uint8_t>(s.toLong()); std::memcpy(bytes, &v, 1); break; }
+    case at::kChar: { auto v = static_cast<int8_t>(s.toLong()); std::memcpy(bytes, &v, 1); break; }
+    case at::kShort: { auto v = static_cast<int16_t>(s.toLong()); std::memcpy(bytes, &v, 2); break; }
+    case at::kInt: { auto v = static_cast<int32_t>(s.toLong()); std::memcpy(bytes, &v, 4); break; }
+    case at::kLong: { auto v = s.toLong(); std::memcpy(bytes, &v, 8); break; }
+    case at::kUInt32: { auto v = static_cast<uint32_t>(s.toLong()); std::memcpy(bytes, &v, 4); break; }
+    case at::kUInt64: { auto v = static_cast<uint64_t>(s.toLong()); std::memcpy(bytes, &v, 8); break; }
+    case at::kHalf: { c10::Half v(static_cast<float>(s.toDouble())); std::memcpy(bytes, &v, 2); break; }
+    case at::kBFloat16: { c10::BFloat16 v(static_cast<float>(s.toDouble())); std::memcpy(bytes, &v, 2); break; }
+    case at::kFloat: { auto v = static_cast<float>(s.toDouble()); std::memcpy(bytes, &v, 4); break; }
+    case at::kDouble: { auto v = s.toDouble(); std::memcpy(bytes, &v, 8); break; }
+    default: TORCH_CHECK_NOT_IMPLEMENTED(false, "torch_tpu: scalar of dtype ", dtype, " is not supported");
+  }
+  std::string key(reinterpret_cast<const char*>(bytes), 8);
+  key += static_cast<char>(dtype);
+  key += std::to_string(device);
+  auto it = cache->find(key);
+  if (it != cache->end()) return it->second;
+  if (cache->size() > 4096) cache->clear();
+  auto buf = runtime::get().to_device(bytes, hlo::TensorType{lowering::element_type(dtype), {}}, device);
+  cache->emplace(key, buf);
+  return buf;
+}
+
+runtime::BufferRef rng_key_buffer(const std::vector<c10::IValue>& args, int gen_arg, int device) {
+  at::Generator gen;
+  if (gen_arg >= 0 && args[gen_arg].isGenerator()) gen = args[gen_arg].toGenerator();
+  if (!gen.defined()) gen = device::default_generator(static_cast<c10::DeviceIndex>(device));
+  auto* impl = at::check_generator<device::TpuGeneratorImpl>(gen);
+  std::pair<uint64_t, uint64_t> key;
+  {
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    key = impl->next_key();
+  }
+  uint64_t words[2] = {key.first, key.second};
+  return runtime::get().to_device(words, hlo::TensorType{ElementType::kU64, {2}}, device);
+}
+
+void run_program(const Program& prog, std::vector<c10::IValue>& args, torch::jit::Stack* stack) {
+  std::vector<runtime::BufferRef> inputs;
+  inputs.reserve(prog.params.size());
+  for (const auto& p : prog.params) {
+    switch (p.kind) {
+      case ParamSource::kStorage:
+        inputs.push_back(device::storage_buffer(tensor_at(args, p.arg, p.item).storage()).buffer);
+        break;
+      case ParamSource::kScalar:
+        inputs.push_back(upload_scalar(args[p.arg].toScalar(), p.dtype, prog.device));
+        break;
+      case ParamSource::kCpuTensor:
+        inputs.push_back(upload_scalar(tensor_at(args, p.arg, p.item).item(), p.dtype, prog.device));
+        break;
+      case ParamSource::kRngKey:
+        inputs.push_back(rng_key_buffer(args, p.arg, prog.device));
+        break;
+    }
+  }
+  auto outs = runtime::get().execute(*prog.exe, inputs);
+  for (const auto& w : prog.writes) {
+    auto& sb = device::storage_buffer(tensor_at(args, w.arg, w.item).storage());
+    sb.buffer = outs[w.result];
+    sb.dtype = w.dtype;
+  }
+  std::vector<at::Tensor> news;
+  news.reserve(prog.news.size());
+  for (const auto& n : prog.news) {
+    at::Tensor t = empty_tensor(n.sizes, n.dtype, static_cast<c10::DeviceIndex>(prog.device));
+    auto& sb = device::storage_buffer(t.storage());
+    sb.buffer = outs[n.result];
+    sb.dtype = n.dtype;
+    news.push_back(std::move(t));
+  }
+  for (const auto& ret : prog.returns) {
+    if (ret.alias_arg >= 0) {
+      stack->push_back(args[ret.alias_arg]);
+    } else if (ret.is_list) {
+      std::vector<at::Tensor> list(news.begin() + ret.first_new, news.begin() + ret.first_new + ret.num_new);
+      stack->emplace_back(std::move(list));
+    } else {
+      stack->emplace_back(news[ret.first_new]);
+    }
+  }
+}
+
+}  // namespace
+
+at::Tensor empty_tensor(at::IntArrayRef sizes, at::ScalarType dtype, c10::DeviceIndex device) {
+  c10::DeviceGuard guard(c10::Device(c10::DeviceType::PrivateUse1, device));
+  return at::detail::empty_generic(sizes, device::allocator(), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
+                                   dtype, std::nullopt);
+}
+
+ProgramCacheStats program_cache_stats() {
+  ProgramCacheStats s = g_stats;
+  s.programs = static_cast<int64_t>(cache().size());
+  return s;
+}
+
+void run_lowered_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const auto& schema = op.schema();
+  const size_t n = schema.arguments().size();
+  std::vector<c10::IValue> args(std::make_move_iterator(stack->end() - n), std::make_move_iterator(stack->end()));
+  stack->erase(stack->end() - n, stack->end());
+
+  // All tensors on one tpu device; 0-dim CPU tensors count as scalars.
+  int device = -1;
+  for_each_tensor(args, [&](const at::Tensor& t, int, int) {
+    if (t.is_privateuseone()) {
+      int d = t.device().index();
+      TORCH_CHECK(device < 0 || device == d,
+                  "Expected all tensors to be on the same device, but found at least two devices, tpu:", device,
+                  " and tpu:", d, "! (when checking arguments for ", full_name(schema), ")");
+      device = d;
+    } else {
+      TORCH_CHECK(t.device().is_cpu() && t.dim() == 0,
+                  "Expected all tensors to be on the same device, but found at least two devices, ", t.device(),
+                  " and tpu! (when checking arguments for ", full_name(schema), ")");
+    }
+  });
+  if (device < 0) device = device::current_device();
+
+  runtime::RuntimeLock lock;
+  std::string key = full_name(schema);
+  key += '#';
+  key += std::to_string(device);
+  key += '#';
+  for (size_t i = 0; i < n; ++i) append_value(key, args[i], schema.arguments()[i]);
+
+  auto& c = cache();
+  auto it = c.find(key);
+  std::shared_ptr<Program> prog;
+  if (it != c.end()) {
+    ++g_stats.hits;
+    prog = it->second;
+    for (const auto& [arg, sizes] : prog->resizes) args[arg].toTensor().resize_(sizes);
+  } else {
+    ++g_stats.misses;
+    prog = compile_op(op, args, device);
+    c.emplace(std::move(key), prog);
+  }
+  run_program(*prog, args, stack);
+}
+
+}  // namespace torch_tpu::exec

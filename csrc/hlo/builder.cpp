@@ -1,0 +1,124 @@
+#include "hlo/builder.h"
+
+#include <stdexcept>
+
+namespace torch_tpu::hlo {
+
+const TensorType& Value::type() const { return b_->type_of(id_); }
+
+int Builder::new_value(TensorType t, std::string name) {
+  types_.push_back(std::move(t));
+  names_.push_back(std::move(name));
+  return static_cast<int>(types_.size()) - 1;
+}
+
+Value Builder::parameter(TensorType type) {
+  int id = new_value(std::move(type), "%arg" + std::to_string(params_.size()));
+  params_.push_back(id);
+  return Value(this, id);
+}
+
+std::string Builder::operand_list(const std::vector<Value>& v) const {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (&v[i].builder() != this) throw std::logic_error("hlo: value from another builder");
+    if (i) s += ", ";
+    s += names_[v[i].id()];
+  }
+  return s;
+}
+
+std::string Builder::type_list(const std::vector<Value>& v) const {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) s += ", ";
+    s += types_[v[i].id()].str();
+  }
+  return s;
+}
+
+Value Builder::emit(std::string_view op, const std::vector<Value>& operands, TensorType result,
+                    std::string_view attrs) {
+  return emit_multi(op, operands, {std::move(result)}, attrs)[0];
+}
+
+std::vector<Value> Builder::emit_multi(std::string_view op, const std::vector<Value>& operands,
+                                       const std::vector<TensorType>& results,
+                                       std::string_view attrs,
+                                       const std::vector<TensorType>& region_args,
+                                       const RegionBody& body) {
+  std::string ssa = "%" + std::to_string(next_ssa_++);
+  std::string line(indent_, ' ');
+  line += ssa;
+  if (results.size() > 1) line += ":" + std::to_string(results.size());
+  line += " = \"stablehlo.";
+  line += op;
+  line += "\"(" + operand_list(operands) + ")";
+  if (body) {
+    // The region's values get fresh SSA names from the same counter, so
+    // they never clash with the enclosing function's.
+    std::string saved = std::move(body_);
+    body_.clear();
+    int saved_indent = indent_;
+    indent_ += 4;
+    std::vector<Value> args;
+    std::string header(saved_indent + 2, ' ');
+    header += "^bb0(";
+    for (size_t i = 0; i < region_args.size(); ++i) {
+      int id = new_value(region_args[i], "%" + std::to_string(next_ssa_++));
+      args.emplace_back(this, id);
+      if (i) header += ", ";
+      header += names_[id] + ": " + region_args[i].str();
+    }
+    header += "):\n";
+    std::vector<Value> yields = body(*this, args);
+    std::string region_text = header + body_;
+    region_text += std::string(indent_, ' ') + "\"stablehlo.return\"(" + operand_list(yields) +
+                   ") : (" + type_list(yields) + ") -> ()\n";
+    indent_ = saved_indent;
+    body_ = std::move(saved);
+    line += " ({\n" + region_text + std::string(indent_, ' ') + "})";
+  }
+  if (!attrs.empty()) {
+    line += " {";
+    line += attrs;
+    line += "}";
+  }
+  line += " : (" + type_list(operands) + ") -> ";
+  if (results.size() == 1) {
+    line += results[0].str();
+  } else {
+    line += "(";
+    for (size_t i = 0; i < results.size(); ++i) {
+      if (i) line += ", ";
+      line += results[i].str();
+    }
+    line += ")";
+  }
+  line += "\n";
+  body_ += line;
+
+  std::vector<Value> out;
+  out.reserve(results.size());
+  for (size_t i = 0; i < results.size(); ++i) {
+    std::string name = results.size() == 1 ? ssa : ssa + "#" + std::to_string(i);
+    out.emplace_back(this, new_value(results[i], std::move(name)));
+  }
+  return out;
+}
+
+std::string Builder::module_text(const std::vector<Value>& results) const {
+  std::string s = "module @torch_tpu attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {\n";
+  s += "  func.func public @main(";
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (i) s += ", ";
+    s += names_[params_[i]] + ": " + types_[params_[i]].str();
+  }
+  s += ") -> (" + type_list(results) + ") {\n";
+  s += body_;
+  s += "    \"func.return\"(" + operand_list(results) + ") : (" + type_list(results) + ") -> ()\n";
+  s += "  }\n}\n";
+  return s;
+}
+
+}  // namespace torch_tpu::hlo

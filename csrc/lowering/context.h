@@ -1,0 +1,114 @@
+// What a lowering rule sees: the op's arguments by schema name, turned into
+// StableHLO values on demand, and what PyTorch's meta kernel said about the
+// outputs. The rule returns one value per op result; the execution layer
+// converts each to the output's dtype and shape and stores it (new tensor,
+// in-place or out=).
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <ATen/core/function_schema.h>
+#include <ATen/core/ivalue.h>
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hlo/ops.h"
+
+namespace torch_tpu::lowering {
+
+using hlo::Builder;
+using hlo::Dims;
+using hlo::ElementType;
+using hlo::Value;
+
+ElementType element_type(at::ScalarType t);
+at::ScalarType scalar_type(ElementType e);
+
+// Where each runtime operand of a program comes from, in parameter order.
+struct ParamSource {
+  enum Kind { kStorage, kScalar, kCpuTensor, kRngKey } kind;
+  int arg = -1;         // schema argument index
+  int item = -1;        // position inside a Tensor[] argument, else -1
+  at::ScalarType dtype = at::ScalarType::Undefined;  // kScalar/kCpuTensor: upload type
+};
+
+struct OutputMeta {
+  at::ScalarType dtype;
+  std::vector<int64_t> sizes;
+};
+
+class LowerCtx {
+ public:
+  LowerCtx(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args,
+           std::vector<std::optional<OutputMeta>> out_meta);
+
+  Builder& b() { return builder_; }
+  const c10::FunctionSchema& schema() const { return schema_; }
+  // "aten::add.Tensor", for messages.
+  std::string op_name() const;
+
+  // ---- arguments by name --------------------------------------------------
+  bool has(std::string_view name) const { return index_of(name) >= 0; }
+  // Absent from the schema, or None.
+  bool is_none(std::string_view name) const;
+  bool is_tensor(std::string_view name) const;
+  const c10::IValue& arg(std::string_view name) const;
+  int64_t int_arg(std::string_view name) const { return arg(name).toInt(); }
+  double float_arg(std::string_view name) const { return arg(name).toDouble(); }
+  bool bool_arg(std::string_view name) const { return arg(name).toBool(); }
+  std::vector<int64_t> ints_arg(std::string_view name) const;
+  std::optional<int64_t> opt_int(std::string_view name) const;
+  std::optional<double> opt_float(std::string_view name) const;
+  std::optional<at::ScalarType> opt_dtype(std::string_view name) const;
+  std::string str_arg(std::string_view name) const { return arg(name).toStringRef(); }
+  // The real tpu tensor behind an argument (sizes, dtype, strides).
+  const at::Tensor& tensor_arg(std::string_view name) const;
+  // The value's dtype: a tensor's, or a Scalar's as PyTorch types it
+  // (Long, Double, Bool, ComplexDouble).
+  at::ScalarType dtype_of(std::string_view name) const;
+
+  // ---- values -------------------------------------------------------------
+  // The dense contents of a tensor argument (its view read from storage).
+  Value tensor(std::string_view name);
+  // A tensor or Scalar argument as a value of `dtype` (Scalars become rank-0
+  // runtime operands, so changing a Scalar never recompiles).
+  Value operand(std::string_view name, at::ScalarType dtype);
+  // Elements of a Tensor[] / Tensor?[] argument; absent entries are invalid
+  // Values.
+  std::vector<Value> tensor_list(std::string_view name);
+  // A random key (tensor<2xui64>) fed from the op's generator.
+  Value rng_key();
+
+  // ---- outputs ----------------------------------------------------------------
+  int num_outputs() const { return static_cast<int>(out_meta_.size()); }
+  // dtype / sizes of output i from the meta kernel (nullopt if unknown).
+  std::optional<at::ScalarType> out_dtype(int i = 0) const;
+  std::optional<std::vector<int64_t>> out_sizes(int i = 0) const;
+  // PyTorch's promoted type of the named tensor/Scalar arguments.
+  at::ScalarType result_type(std::initializer_list<std::string_view> names) const;
+
+  // ---- used by the execution layer -----------------------------------------
+  int index_of(std::string_view name) const;
+  // Parameter holding the whole storage of tensor argument (arg, item).
+  Value storage_param(int arg, int item);
+  const std::vector<ParamSource>& params() const { return params_; }
+  const at::Tensor& tensor_at(int arg, int item) const;
+
+ private:
+  Value read_tensor(int arg, int item);
+
+  const c10::FunctionSchema& schema_;
+  const std::vector<c10::IValue>& args_;
+  std::vector<std::optional<OutputMeta>> out_meta_;
+  Builder builder_;
+  std::vector<ParamSource> params_;
+  // Storage params already created, by StorageImpl (so aliases share one).
+  std::vector<std::pair<const void*, Value>> storages_;
+  std::vector<std::pair<std::pair<int, int>, Value>> reads_;
+  std::vector<std::pair<std::pair<std::string, at::ScalarType>, Value>> scalars_;
+  Value rng_;
+};
+
+}  // namespace torch_tpu::lowering

@@ -1,0 +1,112 @@
+#include "lowering/view.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace torch_tpu::lowering {
+namespace hl = torch_tpu::hlo;
+using hlo::Dims;
+using hlo::ElementType;
+
+namespace {
+
+int64_t numel_of(c10::IntArrayRef sizes) {
+  int64_t n = 1;
+  for (auto s : sizes) n *= s;
+  return n;
+}
+
+bool is_contiguous(const ViewLayout& v) {
+  int64_t expected = 1;
+  for (int64_t i = static_cast<int64_t>(v.sizes.size()) - 1; i >= 0; --i) {
+    if (v.sizes[i] != 1 && v.strides[i] != expected) return false;
+    expected *= v.sizes[i];
+  }
+  return true;
+}
+
+// storage offset of every element of the view, as an i64 tensor of `sizes`.
+Value element_indices(hl::Builder& b, const ViewLayout& v) {
+  Dims dims(v.sizes.begin(), v.sizes.end());
+  Value idx = hl::full(b, ElementType::kI64, dims, static_cast<double>(v.offset));
+  for (int64_t d = 0; d < static_cast<int64_t>(dims.size()); ++d) {
+    if (dims[d] == 1 || v.strides[d] == 0) continue;
+    Value term = hl::mul(hl::iota(b, ElementType::kI64, dims, d), hl::full(b, ElementType::kI64, dims, v.strides[d]));
+    idx = hl::add(idx, term);
+  }
+  return idx;
+}
+
+}  // namespace
+
+bool covers_storage(const ViewLayout& v, int64_t storage_numel) {
+  return v.offset == 0 && numel_of(v.sizes) == storage_numel && is_contiguous(v);
+}
+
+Value read_view(Value storage, const ViewLayout& v) {
+  hl::Builder& b = storage.builder();
+  Dims sizes(v.sizes.begin(), v.sizes.end());
+  int64_t n = numel_of(v.sizes);
+  int64_t storage_numel = storage.dim(0);
+  if (n == 0) return hl::full(b, storage.element(), sizes, 0);
+  if (covers_storage(v, storage_numel)) return hl::reshape(storage, sizes);
+
+  // Core dims: those that move through memory (size > 1, stride != 0).
+  std::vector<int64_t> core;
+  for (int64_t d = 0; d < static_cast<int64_t>(sizes.size()); ++d)
+    if (sizes[d] != 1 && v.strides[d] != 0) core.push_back(d);
+  std::vector<int64_t> order = core;  // core dims by decreasing stride
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t c) { return v.strides[a] > v.strides[c]; });
+
+  bool block = true;
+  for (size_t i = 1; i < order.size(); ++i) {
+    int64_t outer = v.strides[order[i - 1]], inner = v.strides[order[i]];
+    block &= inner > 0 && outer % inner == 0 && sizes[order[i]] * inner <= outer;
+  }
+  if (!order.empty()) block &= v.strides[order.back()] > 0;
+
+  Value dense;
+  if (order.empty()) {
+    dense = hl::reshape(hl::slice(storage, {v.offset}, {v.offset + 1}), {});
+  } else if (block) {
+    // The view is a strided block of a row-major array: take the span,
+    // shape it as [n0, s0/s1, ..., s_last] and cut each dim to its size.
+    int64_t s0 = v.strides[order[0]];
+    int64_t span = sizes[order[0]] * s0;
+    int64_t end = std::min(v.offset + span, storage_numel);
+    Value flat = hl::slice(storage, {v.offset}, {end});
+    if (end - v.offset < span)
+      flat = hl::pad(flat, hl::constant(b, storage.element(), 0), {0}, {span - (end - v.offset)});
+    Dims shape{sizes[order[0]]};
+    for (size_t i = 1; i < order.size(); ++i) shape.push_back(v.strides[order[i - 1]] / v.strides[order[i]]);
+    shape.push_back(v.strides[order.back()]);
+    Value blockv = hl::reshape(flat, shape);
+    Dims start(shape.size(), 0), limit;
+    for (size_t i = 0; i < order.size(); ++i) limit.push_back(sizes[order[i]]);
+    limit.push_back(1);
+    Dims core_sizes(limit.begin(), limit.end() - 1);
+    Value cut = hl::reshape(hl::slice(blockv, start, limit), core_sizes);
+    // `cut` is in stride order; bring it back to the view's dim order.
+    Dims perm;
+    for (auto d : core) perm.push_back(std::find(order.begin(), order.end(), d) - order.begin());
+    dense = hl::transpose(cut, perm);
+  } else {
+    return hl::gather_1d(storage, element_indices(b, v));
+  }
+  // Size-1 and stride-0 dims come back by broadcasting.
+  return hl::broadcast_in_dim(dense, sizes, Dims(core.begin(), core.end()));
+}
+
+Value write_view(Value storage, const ViewLayout& v, Value update) {
+  hl::Builder& b = storage.builder();
+  int64_t n = numel_of(v.sizes);
+  if (n == 0) return storage;
+  if (covers_storage(v, storage.dim(0))) return hl::reshape(update, {n});
+  Value flat = hl::reshape(update, {n});
+  if (is_contiguous(v)) {
+    return hl::dynamic_update_slice(storage, flat, {hl::constant_int(b, ElementType::kI64, v.offset)});
+  }
+  return hl::scatter_1d(storage, element_indices(b, v), update);
+}
+
+}  // namespace torch_tpu::lowering

@@ -1,0 +1,32 @@
+// Strided views over a storage's 1-D buffer, in StableHLO: reading a view
+// into a dense value and writing a dense value back through a view.
+#pragma once
+
+#include <c10/util/ArrayRef.h>
+
+#include "hlo/ops.h"
+
+namespace torch_tpu::lowering {
+
+using hlo::Value;
+
+struct ViewLayout {
+  c10::IntArrayRef sizes;
+  c10::IntArrayRef strides;
+  int64_t offset = 0;
+};
+
+// True when the view is the whole storage in row-major order, so a write
+// can replace the buffer outright.
+bool covers_storage(const ViewLayout& v, int64_t storage_numel);
+
+// The view's elements as a dense value of shape `sizes`. Strided blocks
+// (contiguous, transposed, narrowed, stepped, expanded) lower to slices and
+// reshapes; anything else gathers by computed index.
+Value read_view(Value storage_1d, const ViewLayout& v);
+
+// The storage after writing `update` (shape `sizes`, storage's element
+// type) through the view. `storage_1d` is the current buffer.
+Value write_view(Value storage_1d, const ViewLayout& v, Value update);
+
+}  // namespace torch_tpu::lowering

@@ -1,0 +1,53 @@
+// torch_tpu._C: the Python face of the C++ backend. Loading it registers
+// the kernels, hooks, guard and generator; these functions serve torch.tpu.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+#include <torch/csrc/Generator.h>
+
+#include "device/generator.h"
+#include "device/guard.h"
+#include "device/storage.h"
+#include "exec/op_runner.h"
+#include "lowering/registry.h"
+#include "runtime/runtime.h"
+
+namespace py = pybind11;
+using namespace torch_tpu;
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "torch_tpu C++ backend";
+  m.def("_device_count", [] { return static_cast<int>(device::device_count()); });
+  m.def("_runtime_started", [] { return runtime::started(); });
+  m.def("_current_device", [] { return static_cast<int>(device::current_device()); });
+  m.def("_set_device", [](int i) { device::set_current_device(static_cast<c10::DeviceIndex>(i)); });
+  m.def("_synchronize", [](int i) {
+    py::gil_scoped_release no_gil;
+    runtime::get().synchronize(i);
+  });
+  m.def("_platform", [] {
+    const auto& p = runtime::get().platform();
+    return py::make_tuple(p.platform, p.device_kind, p.virtual_tpu);
+  });
+  m.def("_memory_stats", [](int i) {
+    auto s = device::memory_stats(i);
+    py::dict d;
+    d["allocated_bytes.all.current"] = s.allocated_bytes;
+    d["allocated_bytes.all.peak"] = s.peak_bytes;
+    d["allocation.all.allocated"] = s.num_allocs;
+    d["allocation.all.freed"] = s.num_frees;
+    d["allocation.all.current"] = s.num_allocs - s.num_frees;
+    return d;
+  });
+  m.def("_reset_peak_memory_stats", [](int i) { device::reset_peak_memory(i); });
+  m.def("_default_generator", [](int i) {
+    return py::reinterpret_steal<py::object>(
+        THPGenerator_initDefaultGenerator(device::default_generator(static_cast<c10::DeviceIndex>(i))));
+  });
+  m.def("_manual_seed_all", [](uint64_t seed) { device::manual_seed_all(seed); });
+  m.def("_compile_count", [] { return runtime::started() ? runtime::get().compile_count() : 0; });
+  m.def("_program_cache_stats", [] {
+    auto s = exec::program_cache_stats();
+    return py::make_tuple(s.programs, s.hits, s.misses);
+  });
+  m.def("_lowered_ops", [] { return lowering::rule_names(); });
+}

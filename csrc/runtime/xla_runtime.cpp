@@ -1,0 +1,307 @@
+// Runtime implementation over jax's XLA client (jax.extend.backend). Buffers
+// are jax Arrays, executables jax LoadedExecutables; every call into Python
+// holds the GIL.
+#include <pybind11/pybind11.h>
+#include <pybind11/numpy.h>
+
+#include <c10/util/Exception.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+#include "runtime/runtime.h"
+
+namespace py = pybind11;
+
+namespace torch_tpu::runtime {
+namespace {
+
+// Python references dropped on a thread without the GIL wait here and are
+// released by the next runtime call (which holds the GIL). The allocator's
+// deleter therefore never blocks on the GIL.
+class DeferredRelease {
+ public:
+  static DeferredRelease& instance() {
+    static auto* q = new DeferredRelease();  // leaked: outlives interpreter teardown
+    return *q;
+  }
+  void release(PyObject* obj) {
+    if (obj == nullptr || !Py_IsInitialized()) return;
+    if (PyGILState_Check()) {
+      Py_DECREF(obj);
+      return;
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    pending_.push_back(obj);
+  }
+  void drain() {  // caller holds the GIL
+    std::vector<PyObject*> todo;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (pending_.empty()) return;
+      todo.swap(pending_);
+    }
+    for (auto* o : todo) Py_DECREF(o);
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<PyObject*> pending_;
+};
+
+class JaxBuffer final : public DeviceBuffer {
+ public:
+  JaxBuffer(py::object array, hlo::TensorType type, int device)
+      : array_(array.release().ptr()), type_(std::move(type)), device_(device) {}
+  ~JaxBuffer() override { DeferredRelease::instance().release(array_); }
+  const hlo::TensorType& type() const override { return type_; }
+  int device() const override { return device_; }
+  py::handle array() const { return array_; }
+
+ private:
+  PyObject* array_;
+  hlo::TensorType type_;
+  int device_;
+};
+
+class JaxExecutable final : public Executable {
+ public:
+  JaxExecutable(py::object exe, int device, std::vector<hlo::TensorType> out_types)
+      : exe_(exe.release().ptr()), device_(device), out_types_(std::move(out_types)) {}
+  ~JaxExecutable() override { DeferredRelease::instance().release(exe_); }
+  int device() const override { return device_; }
+  py::handle exe() const { return exe_; }
+  const std::vector<hlo::TensorType>& out_types() const { return out_types_; }
+
+ private:
+  PyObject* exe_;
+  int device_;
+  std::vector<hlo::TensorType> out_types_;
+};
+
+const char* numpy_dtype_name(hlo::ElementType e) {
+  using E = hlo::ElementType;
+  switch (e) {
+    case E::kPred: return "bool";
+    case E::kI8: return "int8";
+    case E::kI16: return "int16";
+    case E::kI32: return "int32";
+    case E::kI64: return "int64";
+    case E::kU8: return "uint8";
+    case E::kU32: return "uint32";
+    case E::kU64: return "uint64";
+    case E::kF16: return "float16";
+    case E::kBF16: return "bfloat16";
+    case E::kF32: return "float32";
+    case E::kF64: return "float64";
+  }
+  return "?";
+}
+
+// Reads the result types off the module's signature line so that execute()
+// can label its outputs without asking jax.
+std::vector<hlo::TensorType> parse_result_types(const std::string& text);
+
+class XlaRuntime final : public Runtime {
+ public:
+  XlaRuntime() {
+    py::gil_scoped_acquire gil;
+    py::module_ jax = py::module_::import("jax");
+    auto config = jax.attr("config");
+    // int64 and float64 must survive: torch's default integer is int64.
+    config.attr("update")("jax_enable_x64", true);
+    const char* platform_env = std::getenv("TORCH_TPU_PLATFORM");
+    std::string wanted = platform_env ? platform_env : "";
+    int virtual_devices = 1;
+    if (const char* n = std::getenv("TORCH_TPU_NUM_DEVICES")) virtual_devices = std::max(1, std::atoi(n));
+    config.attr("update")("jax_num_cpu_devices", virtual_devices);
+
+    py::module_ backend_mod = py::module_::import("jax.extend.backend");
+    if (wanted.empty()) {
+      // A real TPU (or GPU through its PJRT plugin) wins; XLA:CPU otherwise.
+      for (const char* p : {"tpu", "gpu"}) {
+        try {
+          backend_mod.attr("get_backend")(p);
+          wanted = p;
+          break;
+        } catch (py::error_already_set&) {
+        }
+      }
+      if (wanted.empty()) wanted = "cpu";
+    }
+    backend_ = backend_mod.attr("get_backend")(wanted);
+    py::list devs = jax.attr("devices")(wanted);
+    for (auto d : devs) devices_.push_back(py::reinterpret_borrow<py::object>(d));
+    if (wanted == "cpu") devices_.resize(std::min<size_t>(devices_.size(), virtual_devices));
+    info_.platform = wanted;
+    info_.device_kind = py::str(devices_.at(0).attr("device_kind"));
+    info_.virtual_tpu = wanted == "cpu";
+
+    py::module_ xc = py::module_::import("jax._src.lib").attr("xla_client");
+    compile_options_ = xc.attr("CompileOptions")();
+    device_list_cls_ = xc.attr("DeviceList");
+    batched_device_put_ = xc.attr("batched_device_put");
+    immutable_during_call_ = xc.attr("HostBufferSemantics").attr("IMMUTABLE_ONLY_DURING_CALL");
+    shaped_array_ = py::module_::import("jax").attr("core").attr("ShapedArray");
+    py::object sharding_cls = py::module_::import("jax.sharding").attr("SingleDeviceSharding");
+    for (auto& d : devices_) shardings_.push_back(sharding_cls(d));
+    numpy_ = py::module_::import("numpy");
+    py::module_ ml_dtypes = py::module_::import("ml_dtypes");
+    for (int e = 0; e <= static_cast<int>(hlo::ElementType::kF64); ++e) {
+      auto et = static_cast<hlo::ElementType>(e);
+      py::object dt = et == hlo::ElementType::kBF16 ? numpy_.attr("dtype")(ml_dtypes.attr("bfloat16"))
+                                                     : numpy_.attr("dtype")(numpy_dtype_name(et));
+      np_dtypes_.push_back(dt);
+    }
+  }
+
+  // The interpreter may already be gone when the process exits: never
+  // touch Python objects from this destructor.
+  ~XlaRuntime() override {
+    for (auto* v : {&backend_, &compile_options_, &device_list_cls_, &batched_device_put_,
+                    &immutable_during_call_, &shaped_array_, &numpy_})
+      v->release();
+    for (auto& d : devices_) d.release();
+    for (auto& s : shardings_) s.release();
+    for (auto& d : np_dtypes_) d.release();
+  }
+
+  int device_count() override { return static_cast<int>(devices_.size()); }
+  const PlatformInfo& platform() override { return info_; }
+  int64_t compile_count() const override { return compiles_; }
+
+  ExecutableRef compile(const std::string& text, int device, const std::string& what) override {
+    py::gil_scoped_acquire gil;
+    DeferredRelease::instance().drain();
+    check_device(device);
+    try {
+      py::object dl = device_list_cls_(py::make_tuple(devices_[device]));
+      py::object exe = backend_.attr("compile_and_load")(py::bytes(text), dl, compile_options_);
+      ++compiles_;
+      return std::make_shared<JaxExecutable>(std::move(exe), device, parse_result_types(text));
+    } catch (py::error_already_set& e) {
+      TORCH_CHECK(false, "torch_tpu: XLA could not compile the program for ", what, ": ", e.what(),
+                  "\n--- StableHLO ---\n", text);
+    }
+  }
+
+  std::vector<BufferRef> execute(const Executable& exe_base, const std::vector<BufferRef>& args) override {
+    auto& exe = static_cast<const JaxExecutable&>(exe_base);
+    py::gil_scoped_acquire gil;
+    DeferredRelease::instance().drain();
+    py::list pyargs(args.size());
+    for (size_t i = 0; i < args.size(); ++i)
+      pyargs[i] = static_cast<JaxBuffer&>(*args[i]).array();
+    py::list outs;
+    try {
+      outs = exe.exe().attr("execute")(pyargs);
+    } catch (py::error_already_set& e) {
+      TORCH_CHECK(false, "torch_tpu: XLA execution failed: ", e.what());
+    }
+    std::vector<BufferRef> result;
+    result.reserve(outs.size());
+    for (size_t i = 0; i < outs.size(); ++i)
+      result.push_back(std::make_shared<JaxBuffer>(outs[i], exe.out_types().at(i), exe.device()));
+    return result;
+  }
+
+  BufferRef to_device(const void* data, const hlo::TensorType& type, int device) override {
+    py::gil_scoped_acquire gil;
+    DeferredRelease::instance().drain();
+    check_device(device);
+    py::tuple shape(type.dims.size());
+    for (size_t i = 0; i < type.dims.size(); ++i) shape[i] = type.dims[i];
+    py::object dt = np_dtypes_[static_cast<int>(type.element)];
+    // A numpy view of the caller's memory; XLA copies it during the call.
+    static int owner_tag = 0;
+    py::capsule no_owner(&owner_tag, [](void*) {});
+    py::array host(py::reinterpret_borrow<py::dtype>(dt), std::vector<py::ssize_t>(type.dims.begin(), type.dims.end()),
+                   const_cast<void*>(data), no_owner);
+    py::object arr = batched_device_put_(shaped_array_(shape, dt), shardings_[device], py::make_tuple(host),
+                                         py::make_tuple(devices_[device]), true, true, immutable_during_call_);
+    return std::make_shared<JaxBuffer>(std::move(arr), type, device);
+  }
+
+  void to_host(const BufferRef& buf, void* dst, size_t nbytes) override {
+    py::gil_scoped_acquire gil;
+    DeferredRelease::instance().drain();
+    py::array host = numpy_.attr("asarray")(static_cast<JaxBuffer&>(*buf).array());
+    TORCH_CHECK(static_cast<size_t>(host.nbytes()) == nbytes, "torch_tpu: device buffer holds ", host.nbytes(),
+                " bytes, expected ", nbytes);
+    // Non-contiguous results never come back from XLA, but be safe.
+    if (!(host.flags() & py::array::c_style)) host = numpy_.attr("ascontiguousarray")(host);
+    std::memcpy(dst, host.data(), nbytes);
+  }
+
+  void synchronize(int device) override {
+    py::gil_scoped_acquire gil;
+    DeferredRelease::instance().drain();
+    // Every program runs on the device's one stream in order, so waiting for
+    // a fresh tiny transfer behind them waits for all of them.
+    uint8_t zero = 0;
+    auto probe = to_device(&zero, hlo::TensorType{hlo::ElementType::kU8, {}}, device);
+    static_cast<JaxBuffer&>(*probe).array().attr("block_until_ready")();
+  }
+
+ private:
+  void check_device(int device) {
+    TORCH_CHECK(device >= 0 && device < device_count(), "torch_tpu: invalid device index ", device, " (",
+                device_count(), " device(s) available)");
+  }
+
+  py::object backend_, compile_options_, device_list_cls_, batched_device_put_, immutable_during_call_,
+      shaped_array_, numpy_;
+  std::vector<py::object> devices_, shardings_, np_dtypes_;
+  PlatformInfo info_;
+  int64_t compiles_ = 0;
+};
+
+hlo::ElementType parse_element(const std::string& s) {
+  using E = hlo::ElementType;
+  for (int e = 0; e <= static_cast<int>(E::kF64); ++e)
+    if (s == hlo::element_name(static_cast<E>(e))) return static_cast<E>(e);
+  TORCH_CHECK(false, "torch_tpu: unknown element type ", s);
+}
+
+std::vector<hlo::TensorType> parse_result_types(const std::string& text) {
+  // The signature line is "func.func public @main(...) -> (T, T) {".
+  auto sig = text.find("@main(");
+  auto arrow = text.find(") -> (", sig);
+  auto end = text.find(") {\n", arrow);
+  std::string list = text.substr(arrow + 6, end - arrow - 6);
+  std::vector<hlo::TensorType> types;
+  size_t pos = 0;
+  while ((pos = list.find("tensor<", pos)) != std::string::npos) {
+    size_t close = list.find('>', pos);
+    std::string inner = list.substr(pos + 7, close - pos - 7);
+    hlo::TensorType t;
+    size_t start = 0, x;
+    while ((x = inner.find('x', start)) != std::string::npos && std::isdigit(inner[start])) {
+      t.dims.push_back(std::stoll(inner.substr(start, x - start)));
+      start = x + 1;
+    }
+    t.element = parse_element(inner.substr(start));
+    types.push_back(std::move(t));
+    pos = close;
+  }
+  return types;
+}
+
+XlaRuntime* g_runtime = nullptr;
+
+}  // namespace
+
+RuntimeLock::RuntimeLock() : state_(static_cast<int>(PyGILState_Ensure())) {}
+RuntimeLock::~RuntimeLock() { PyGILState_Release(static_cast<PyGILState_STATE>(state_)); }
+
+Runtime& get() {
+  static std::once_flag once;
+  std::call_once(once, [] { g_runtime = new XlaRuntime(); });  // leaked on purpose: see ~XlaRuntime
+  return *g_runtime;
+}
+
+bool started() { return g_runtime != nullptr; }
+
+}  // namespace torch_tpu::runtime

@@ -1,0 +1,28 @@
+"""torch_tpu: a native PyTorch backend for TPUs, through StableHLO and XLA.
+
+Importing the package (PyTorch does it at `import torch` through the
+`torch.backends` entry point) loads the C++ extension, which registers the
+kernels, device guard, hooks and generator for PrivateUse1, renames that
+backend to "tpu" and installs `torch.tpu`. XLA (through jax) starts only on
+first device use.
+"""
+
+import torch
+
+from . import _C  # noqa: F401  (registers the C++ backend)
+
+if torch._C._get_privateuse1_backend_name() != "tpu":
+    torch.utils.rename_privateuse1_backend("tpu")
+
+from . import device_module as tpu  # noqa: E402
+
+torch._register_device_module("tpu", tpu)
+torch.utils.generate_methods_for_privateuse1_backend(
+    for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
+)
+
+__all__ = ["tpu"]
+
+
+def _autoload():
+    """Entry point PyTorch calls at `import torch`; importing did the work."""

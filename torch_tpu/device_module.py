@@ -1,0 +1,198 @@
+"""`torch.tpu`: the device module, a drop-in for the parts of `torch.cuda`
+that a training script uses."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+import torch
+
+from . import _C
+
+__all__ = [
+    "is_available", "device_count", "current_device", "set_device", "device",
+    "synchronize", "get_device_name", "get_device_properties", "manual_seed",
+    "manual_seed_all", "seed", "initial_seed", "get_rng_state", "set_rng_state",
+    "memory_allocated", "max_memory_allocated", "memory_reserved",
+    "max_memory_reserved", "memory_stats", "empty_cache",
+    "reset_peak_memory_stats", "is_initialized", "platform",
+]
+
+
+def _index(device: Any = None) -> int:
+    if device is None:
+        return _C._current_device()
+    if isinstance(device, int):
+        return device
+    if isinstance(device, str):
+        device = torch.device(device)
+    if isinstance(device, torch.device):
+        if device.type != "tpu":
+            raise ValueError(f"expected a tpu device, got {device}")
+        return _C._current_device() if device.index is None else device.index
+    raise TypeError(f"expected a device, int or str, got {type(device).__name__}")
+
+
+def is_available() -> bool:
+    try:
+        return _C._device_count() > 0
+    except Exception:  # XLA could not start: no device, not a crash
+        return False
+
+
+def is_initialized() -> bool:
+    return _C._runtime_started()
+
+
+def device_count() -> int:
+    return _C._device_count()
+
+
+def current_device() -> int:
+    return _C._current_device()
+
+
+def set_device(device: Any) -> None:
+    _C._set_device(_index(device))
+
+
+class device:
+    """Context manager that makes `device` the current tpu device."""
+
+    def __init__(self, device: Any):
+        self.idx = -1 if device is None else _index(device)
+        self.prev = -1
+
+    def __enter__(self):
+        if self.idx >= 0:
+            self.prev = _C._current_device()
+            _C._set_device(self.idx)
+        return self
+
+    def __exit__(self, *exc):
+        if self.idx >= 0:
+            _C._set_device(self.prev)
+        return False
+
+
+def synchronize(device: Any = None) -> None:
+    """Waits for every program queued on the device."""
+    _C._synchronize(_index(device))
+
+
+def platform() -> str:
+    """The XLA platform behind the tpu devices: "tpu", "gpu" or "cpu"."""
+    return _C._platform()[0]
+
+
+def get_device_name(device: Any = None) -> str:
+    _index(device)
+    plat, kind, virtual = _C._platform()
+    if virtual:
+        return f"virtual TPU on XLA:CPU ({kind})"
+    return kind
+
+
+class _DeviceProperties:
+    def __init__(self, name: str, total_memory: int, index: int):
+        self.name = name
+        self.total_memory = total_memory
+        self.index = index
+
+    def __repr__(self):
+        return f"_TpuDeviceProperties(name='{self.name}', total_memory={self.total_memory // (1 << 20)}MB)"
+
+
+def get_device_properties(device: Any = None) -> _DeviceProperties:
+    idx = _index(device)
+    total = _host_memory_bytes() if _C._platform()[2] else 0
+    return _DeviceProperties(get_device_name(idx), total, idx)
+
+
+def _host_memory_bytes() -> int:
+    import os
+
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        return 0
+
+
+# ---- random numbers -------------------------------------------------------
+
+def _generator(device: Any = None) -> torch.Generator:
+    return _C._default_generator(_index(device))
+
+
+def manual_seed(seed: int) -> None:
+    _generator().manual_seed(int(seed))
+
+
+def manual_seed_all(seed: int) -> None:
+    # Does not start XLA: generators made later take the seed too.
+    _C._manual_seed_all(int(seed) & 0xFFFF_FFFF_FFFF_FFFF)
+
+
+def seed() -> None:
+    _generator().seed()
+
+
+def initial_seed() -> int:
+    return _generator().initial_seed()
+
+
+def get_rng_state(device: Any = "tpu") -> torch.Tensor:
+    return _generator(device).get_state()
+
+
+def set_rng_state(new_state: torch.Tensor, device: Any = "tpu") -> None:
+    _generator(device).set_state(new_state)
+
+
+def get_rng_state_all() -> list[torch.Tensor]:
+    return [get_rng_state(i) for i in range(device_count())]
+
+
+def set_rng_state_all(states) -> None:
+    for i, s in enumerate(states):
+        set_rng_state(s, i)
+
+
+# ---- memory ---------------------------------------------------------------
+
+def memory_stats(device: Any = None) -> dict[str, int]:
+    stats = dict(_C._memory_stats(_index(device)))
+    # Buffers are freed when their tensor is, so nothing is held in reserve.
+    stats["reserved_bytes.all.current"] = stats["allocated_bytes.all.current"]
+    stats["reserved_bytes.all.peak"] = stats["allocated_bytes.all.peak"]
+    return stats
+
+
+def memory_allocated(device: Any = None) -> int:
+    return _C._memory_stats(_index(device))["allocated_bytes.all.current"]
+
+
+def max_memory_allocated(device: Any = None) -> int:
+    return _C._memory_stats(_index(device))["allocated_bytes.all.peak"]
+
+
+def memory_reserved(device: Any = None) -> int:
+    return memory_allocated(device)
+
+
+def max_memory_reserved(device: Any = None) -> int:
+    return max_memory_allocated(device)
+
+
+def reset_peak_memory_stats(device: Any = None) -> None:
+    _C._reset_peak_memory_stats(_index(device))
+
+
+def empty_cache() -> None:
+    """Nothing is cached: freed tensors release their device buffers."""
+
+
+@contextlib.contextmanager
+def _noop():
+    yield
