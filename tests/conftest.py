@@ -1,0 +1,6 @@
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+import torch  # noqa: E402  (autoloads torch_tpu)
