@@ -78,7 +78,13 @@ void append_tensor(std::string& k, const at::Tensor& t) {
   append_int(k, sb.buffer ? static_cast<int>(sb.dtype) : -1);
 }
 
-void append_value(std::string& k, const c10::IValue& v, const c10::Argument& a) {
+// Ops whose output shape follows from Scalar arguments: their Scalars are
+// part of the key (elsewhere a Scalar is a runtime operand).
+bool scalars_shape_output(const c10::FunctionSchema& s) {
+  return s.name() == "aten::arange" || s.name() == "aten::range";
+}
+
+void append_value(std::string& k, const c10::IValue& v, const c10::Argument& a, bool static_scalars) {
   if (v.isTensor()) {
     if (v.toTensor().defined())
       append_tensor(k, v.toTensor());
@@ -90,8 +96,8 @@ void append_value(std::string& k, const c10::IValue& v, const c10::Argument& a) 
     auto list = v.toListRef();
     k += 'L';
     append_int(k, static_cast<int64_t>(list.size()));
-    for (const auto& e : list) append_value(k, e, a);
-  } else if (v.isScalar() && a.type()->kind() != c10::TypeKind::IntType &&
+    for (const auto& e : list) append_value(k, e, a, static_scalars);
+  } else if (v.isScalar() && !static_scalars && a.type()->kind() != c10::TypeKind::IntType &&
              a.type()->kind() != c10::TypeKind::FloatType && a.type()->kind() != c10::TypeKind::BoolType) {
     // A Scalar (or Scalar?) argument is a runtime operand: only its kind
     // shapes the program.
@@ -530,7 +536,8 @@ void run_lowered_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   key += '#';
   key += std::to_string(device);
   key += '#';
-  for (size_t i = 0; i < n; ++i) append_value(key, args[i], schema.arguments()[i]);
+  bool static_scalars = scalars_shape_output(schema);
+  for (size_t i = 0; i < n; ++i) append_value(key, args[i], schema.arguments()[i], static_scalars);
 
   auto& c = cache();
   auto it = c.find(key);
