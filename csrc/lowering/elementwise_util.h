@@ -26,7 +26,16 @@ inline at::ScalarType float_type(at::ScalarType t) { return at::isFloatingType(t
 inline ElementType et(at::ScalarType t) { return element_type(t); }
 
 // `v` with the element type and shape of `like`.
-inline Value cst(Value like, double v) { return hlo::full(like.builder(), like.element(), like.dims(), v); }
+// (Dims are copied: Value::dims() refers into the builder's type table,
+// which emitting the constant may reallocate.)
+inline Value cst(Value like, double v) {
+  Dims dims = like.dims();
+  return hlo::full(like.builder(), like.element(), dims, v);
+}
+inline Value falses(Builder& b, Value like) {
+  Dims dims = like.dims();
+  return hlo::full(b, ElementType::kPred, dims, 0);
+}
 
 // The op's output shape: the meta kernel's, else the broadcast of the named
 // tensor arguments.
@@ -39,7 +48,11 @@ inline Dims out_dims(LowerCtx& ctx, std::initializer_list<std::string_view> name
 }
 
 // A tensor or Scalar argument in `dtype`, broadcast to `dims`.
-inline Value in(LowerCtx& ctx, std::string_view name, at::ScalarType dtype, const Dims& dims) {
+// Bool tensors become floats through int32: XLA:CPU miscompiles
+// divide(convert(pred), broadcast(convert(pred))) (0/0 gives 0, not NaN).
+inline Value in(LowerCtx& ctx, std::string_view name, at::ScalarType dtype, Dims dims) {
+  if (ctx.is_tensor(name) && ctx.dtype_of(name) == at::kBool && at::isFloatingType(dtype))
+    return hlo::broadcast_to(hlo::convert(ctx.operand(name, at::kInt), element_type(dtype)), dims);
   return hlo::broadcast_to(ctx.operand(name, dtype), dims);
 }
 

@@ -218,7 +218,7 @@ TPU_LOWERING(signbit) {
   Value x = ctx.tensor("self");
   auto e = x.element();
   if (!hlo::is_float(e)) {
-    if (!hlo::is_signed_int(e)) return {hlo::full(ctx.b(), ElementType::kPred, x.dims(), 0)};
+    if (!hlo::is_signed_int(e)) return {falses(ctx.b(), x)};
     return {lt(x, 0)};
   }
   int bits = hlo::element_bits(e);
@@ -228,7 +228,7 @@ TPU_LOWERING(signbit) {
 
 TPU_LOWERING(isnan) {
   Value x = ctx.tensor("self");
-  if (!hlo::is_float(x.element())) return {hlo::full(ctx.b(), ElementType::kPred, x.dims(), 0)};
+  if (!hlo::is_float(x.element())) return {falses(ctx.b(), x)};
   return {is_nan(x)};
 }
 
