@@ -1,0 +1,259 @@
+// Random ops: uniform_, normal, bernoulli, random_, exponential_, geometric_,
+// log_normal_, cauchy_, randperm. Bits come from StableHLO's
+// rng_bit_generator (ThreeFry) keyed by the op's generator; floats are built
+// from mantissa bits, normals by Box-Muller.
+#include <c10/util/Exception.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "lowering/random_util.h"
+#include "lowering/registry.h"
+
+namespace torch_tpu::lowering {
+
+namespace {
+
+// Value::dims() refers into the builder's type table, which emitting an op
+// may reallocate; these take the dims by value first.
+[[maybe_unused]] Value full_v(Builder& b, ElementType e, Dims dims, double v) { return hlo::full(b, e, dims, v); }
+[[maybe_unused]] Value zeros_v(Value x) { return full_v(x.builder(), x.element(), x.dims(), 0); }
+[[maybe_unused]] Value bcast_v(Value x, Dims dims) { return hlo::broadcast_to(x, dims); }
+
+
+Value scalar_like(Value x, double v) { return full_v(x.builder(), x.element(), x.dims(), v); }
+
+Value u_const(Builder& b, ElementType e, const Dims& dims, uint64_t v) {
+  return hlo::broadcast_in_dim(hlo::constant_int(b, e, static_cast<int64_t>(v)), dims, {});
+}
+
+// The float type random values are computed in: f64 for double, f32 for
+// everything else (bf16/f16 are rounded from f32 at the end, like CPU's
+// generators that draw floats then cast).
+ElementType compute_float(at::ScalarType t) { return t == at::kDouble ? ElementType::kF64 : ElementType::kF32; }
+
+Dims out_dims(LowerCtx& ctx) {
+  auto s = ctx.out_sizes(0);
+  if (s) return *s;
+  return ctx.tensor_arg("self").sizes().vec();
+}
+
+at::ScalarType out_type(LowerCtx& ctx) {
+  auto t = ctx.out_dtype(0);
+  if (t) return *t;
+  return ctx.tensor_arg("self").scalar_type();
+}
+
+}  // namespace
+
+// The generator hands every op call the key (seed, offset) with the offset
+// advancing by one per call. ThreeFry treats the second word as a counter,
+// so feeding that key straight to rng_bit_generator would make consecutive
+// calls see the same stream shifted by one block. Hash the pair first: one
+// ThreeFry block of (seed, offset) is a bijection of offset for a fixed
+// seed, and becomes the key of a fresh stream starting at counter 0.
+Value fresh_rng_key(LowerCtx& ctx) {
+  Value key = ctx.rng_key();
+  auto [state, h] = hlo::rng_bit_generator(key, {1}, ElementType::kU64);
+  (void)state;
+  Value zero = full_v(ctx.b(), ElementType::kU64, {1}, 0);
+  return hlo::concatenate({h, zero}, 0);
+}
+
+Value uniform_bits_to_float(Value bits, ElementType e) {
+  Builder& b = bits.builder();
+  Dims dims = bits.dims();
+  if (e == ElementType::kF64) {
+    Value m = hlo::binary("shift_right_logical", bits, u_const(b, ElementType::kU64, dims, 12));
+    m = hlo::binary("or", m, u_const(b, ElementType::kU64, dims, 0x3FF0000000000000ULL));
+    Value f = hlo::bitcast_convert(m, ElementType::kF64);
+    return hlo::sub(f, full_v(b, ElementType::kF64, dims, 1.0));
+  }
+  Value m = hlo::binary("shift_right_logical", bits, u_const(b, ElementType::kU32, dims, 9));
+  m = hlo::binary("or", m, u_const(b, ElementType::kU32, dims, 0x3F800000ULL));
+  Value f = hlo::bitcast_convert(m, ElementType::kF32);
+  return hlo::sub(f, full_v(b, ElementType::kF32, dims, 1.0));
+}
+
+Value uniform01(Value key, Dims dims, ElementType e) {
+  auto [state, bits] = hlo::rng_bit_generator(key, dims, e == ElementType::kF64 ? ElementType::kU64 : ElementType::kU32);
+  (void)state;
+  return uniform_bits_to_float(bits, e);
+}
+
+Value standard_normal(Value key, Dims dims, ElementType e) {
+  // Box-Muller on two independent uniforms: u1 in (0, 1], u2 in [0, 1).
+  Dims two = dims;
+  two.insert(two.begin(), 2);
+  Value u = uniform01(key, two, e);
+  Dims start(two.size(), 0), limit = two;
+  limit[0] = 1;
+  Value u1 = hlo::reshape(hlo::slice(u, start, limit), dims);
+  start[0] = 1;
+  limit[0] = 2;
+  Value u2 = hlo::reshape(hlo::slice(u, start, limit), dims);
+  u1 = hlo::sub(scalar_like(u1, 1.0), u1);
+  Value r = hlo::unary("sqrt", hlo::mul(scalar_like(u1, -2.0), hlo::unary("log", u1)));
+  Value theta = hlo::mul(scalar_like(u2, 2.0 * M_PI), u2);
+  return hlo::mul(r, hlo::unary("cosine", theta));
+}
+
+TPU_LOWERING(uniform) {
+  at::ScalarType t = out_type(ctx);
+  ElementType ce = compute_float(t);
+  at::ScalarType cs = scalar_type(ce);
+  Dims dims = out_dims(ctx);
+  Value u = uniform01(fresh_rng_key(ctx), dims, ce);
+  Value from = bcast_v(ctx.operand("from", cs), dims);
+  Value to = bcast_v(ctx.operand("to", cs), dims);
+  Value r = hlo::add(from, hlo::mul(u, hlo::sub(to, from)));
+  if (t == at::kBFloat16 || t == at::kHalf) {
+    // Rounding may land on `to`; keep the interval half-open like CPU.
+    Value rr = hlo::convert(r, element_type(t));
+    Value back = hlo::convert(rr, ce);
+    Value hit = hlo::compare(back, to, "GE");
+    Value lower = hlo::convert(from, element_type(t));
+    Value pos = hlo::compare(to, from, "GT");
+    return {hlo::select(hlo::binary("and", hit, pos), lower, rr)};
+  }
+  return {r};
+}
+
+TPU_LOWERING(normal) {
+  at::ScalarType t = out_type(ctx);
+  ElementType ce = compute_float(t);
+  at::ScalarType cs = scalar_type(ce);
+  Dims dims = out_dims(ctx);
+  Value z = standard_normal(fresh_rng_key(ctx), dims, ce);
+  Value mean = bcast_v(ctx.operand("mean", cs), dims);
+  Value std = bcast_v(ctx.operand("std", cs), dims);
+  return {hlo::add(mean, hlo::mul(z, std))};
+}
+
+TPU_LOWERING(log_normal) {
+  at::ScalarType t = out_type(ctx);
+  ElementType ce = compute_float(t);
+  at::ScalarType cs = scalar_type(ce);
+  Dims dims = out_dims(ctx);
+  Value z = standard_normal(fresh_rng_key(ctx), dims, ce);
+  Value mean = bcast_v(ctx.operand("mean", cs), dims);
+  Value std = bcast_v(ctx.operand("std", cs), dims);
+  return {hlo::unary("exponential", hlo::add(mean, hlo::mul(z, std)))};
+}
+
+TPU_LOWERING(bernoulli) {
+  Dims dims = out_dims(ctx);
+  // Compare in f64 only when p is double, as CPU draws doubles then.
+  at::ScalarType pt = ctx.is_tensor("p") ? ctx.dtype_of("p") : ctx.has("p") ? at::kFloat : ctx.dtype_of("self");
+  ElementType ce = pt == at::kDouble ? ElementType::kF64 : ElementType::kF32;
+  Value p;
+  if (ctx.has("p"))
+    p = ctx.operand("p", scalar_type(ce));
+  else
+    p = hlo::convert(ctx.tensor("self"), ce);
+  p = bcast_v(p, dims);
+  Value u = uniform01(fresh_rng_key(ctx), dims, ce);
+  return {hlo::compare(u, p, "LT")};
+}
+
+TPU_LOWERING(exponential) {
+  at::ScalarType t = out_type(ctx);
+  ElementType ce = compute_float(t);
+  Dims dims = out_dims(ctx);
+  Value u = uniform01(fresh_rng_key(ctx), dims, ce);
+  Value lambd = bcast_v(ctx.operand("lambd", scalar_type(ce)), dims);
+  // -log(1 - u) / lambda with 1 - u in (0, 1].
+  Value l = hlo::unary("log_plus_one", hlo::neg(u));
+  return {hlo::div(hlo::neg(l), lambd)};
+}
+
+TPU_LOWERING(geometric) {
+  at::ScalarType t = out_type(ctx);
+  ElementType ce = compute_float(t);
+  Dims dims = out_dims(ctx);
+  Value u = uniform01(fresh_rng_key(ctx), dims, ce);
+  Value p = bcast_v(ctx.operand("p", scalar_type(ce)), dims);
+  Value num = hlo::unary("log_plus_one", hlo::neg(u));  // log(1 - u), in (-inf, 0]
+  Value den = hlo::unary("log_plus_one", hlo::neg(p));
+  Value k = hlo::unary("ceil", hlo::div(num, den));
+  return {hlo::max(k, scalar_like(k, 1.0))};
+}
+
+TPU_LOWERING(cauchy) {
+  at::ScalarType t = out_type(ctx);
+  ElementType ce = compute_float(t);
+  at::ScalarType cs = scalar_type(ce);
+  Dims dims = out_dims(ctx);
+  Value u = uniform01(fresh_rng_key(ctx), dims, ce);
+  Value median = bcast_v(ctx.operand("median", cs), dims);
+  Value sigma = bcast_v(ctx.operand("sigma", cs), dims);
+  Value angle = hlo::mul(scalar_like(u, M_PI), hlo::sub(u, scalar_like(u, 0.5)));
+  return {hlo::add(median, hlo::mul(sigma, hlo::unary("tan", angle)))};
+}
+
+namespace {
+
+// Largest value random_ draws when no upper bound is given: the type's max
+// for integers, 2^digits for floats (every integer up to it is exact).
+uint64_t random_default_to_inclusive(at::ScalarType t) {
+  switch (t) {
+    case at::kBool: return 1;
+    case at::kByte: return 255;
+    case at::kChar: return 127;
+    case at::kShort: return 32767;
+    case at::kInt: return 2147483647ULL;
+    case at::kLong: return 9223372036854775807ULL;
+    case at::kUInt32: return 4294967295ULL;
+    case at::kUInt64: return 18446744073709551615ULL;
+    case at::kHalf: return 1ULL << 11;
+    case at::kBFloat16: return 1ULL << 8;
+    case at::kFloat: return 1ULL << 24;
+    case at::kDouble: return 1ULL << 53;
+    default:
+      TORCH_CHECK_NOT_IMPLEMENTED(false, "torch_tpu: random_ is not supported for dtype ", t);
+  }
+}
+
+}  // namespace
+
+TPU_LOWERING(random) {
+  at::ScalarType t = out_type(ctx);
+  Dims dims = out_dims(ctx);
+  int64_t from = 0;
+  uint64_t range = 0;  // number of values; 0 means all 2^64
+  if (ctx.has("from")) from = ctx.int_arg("from");
+  if (ctx.has("to") && !ctx.is_none("to")) {
+    int64_t to = ctx.int_arg("to");
+    TORCH_CHECK(from < to, "random_ expects 'from' to be less than 'to', but got from=", from, " >= to=", to);
+    range = static_cast<uint64_t>(to) - static_cast<uint64_t>(from);
+  } else {
+    uint64_t to_inc = random_default_to_inclusive(t);
+    if (t == at::kUInt64 && from == 0) {
+      range = 0;
+    } else {
+      range = to_inc - static_cast<uint64_t>(from) + 1;
+    }
+  }
+  auto [state, bits] = hlo::rng_bit_generator(fresh_rng_key(ctx), dims, ElementType::kU64);
+  (void)state;
+  Builder& b = ctx.b();
+  Value r = bits;
+  if (range != 0) r = hlo::binary("remainder", bits, u_const(b, ElementType::kU64, dims, range));
+  Value v = hlo::bitcast_convert(r, ElementType::kI64);
+  v = hlo::add(v, hlo::broadcast_in_dim(hlo::constant_int(b, ElementType::kI64, from), dims, {}));
+  if (t == at::kUInt64) return {hlo::bitcast_convert(v, ElementType::kU64)};
+  return {v};
+}
+
+TPU_LOWERING(randperm) {
+  int64_t n = ctx.int_arg("n");
+  TORCH_CHECK(n >= 0, "randperm: n must be non-negative, got ", n);
+  auto [state, keys] = hlo::rng_bit_generator(fresh_rng_key(ctx), {n}, ElementType::kU64);
+  (void)state;
+  Value idx = hlo::iota(ctx.b(), ElementType::kI64, {n}, 0);
+  auto sorted = hlo::sort({keys, idx}, 0, false, true);
+  return {sorted[1]};
+}
+
+}  // namespace torch_tpu::lowering
