@@ -207,3 +207,9 @@ def test_mlp_training_step():
     assert_close(lt, lc.detach())
     for (n, pc), pt in zip(cpu.named_parameters(), tpu.parameters()):
         assert_close(pt.grad, pc.grad)
+
+
+def test_float16():
+    check(torch.mm, make((4, 32), torch.float16), make((32, 3), torch.float16, seed=1), atol=1e-2, rtol=1e-3)
+    check(torch.addmm, make((3,), torch.float16), make((4, 8), torch.float16), make((8, 3), torch.float16, seed=1),
+          atol=1e-2, rtol=1e-3)

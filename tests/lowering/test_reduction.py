@@ -441,3 +441,13 @@ def test_grad_logsumexp_norm():
     check_grad(lambda t: t.norm(dim=0), x)
     check_grad(lambda t: torch.cumsum(t, 1), x)
     check_grad(lambda t: torch.prod(t, 1), x)
+
+
+def test_float16():
+    x = make((4, 50), torch.float16)
+    check(lambda t: torch.sum(t, 1), x)
+    check(lambda t: torch.mean(t, 0), x)
+    check(lambda t: torch.var(t, 1), x)
+    check(lambda t: tuple(torch.max(t, 1)), x)
+    check(lambda t: torch.linalg.vector_norm(t, 2, dim=1), x)
+    check(lambda t: torch.cumsum(t, 1), x, atol=1e-2, rtol=1e-3)
