@@ -34,8 +34,13 @@ Value product(LowerCtx& ctx, const char* lhs_name, const char* rhs_name, const h
   Value a = ctx.tensor(lhs_name), b = ctx.tensor(rhs_name);
   check_supported(ctx, a.element() == ElementType::kPred ? at::kBool : out);
   ElementType acc = acc_type(out);
-  // Mixed input dtypes only happen through out_dtype overloads; both sides
-  // then share the wider of the two.
+  // Mixed input dtypes are an error, as on CPU (the meta kernels do not
+  // check this); out_dtype overloads convert both sides.
+  TORCH_CHECK(ctx.has("out_dtype") || a.element() == b.element(), "expected m1 and m2 to have the same dtype, but got: ",
+              ctx.dtype_of(lhs_name), " != ", ctx.dtype_of(rhs_name));
+  if (ctx.has("self") && std::string_view(lhs_name) != "self" && !ctx.has("out_dtype"))
+    TORCH_CHECK(ctx.dtype_of("self") == ctx.dtype_of(lhs_name), "self and mat2 must have the same dtype, but got ",
+                ctx.dtype_of("self"), " and ", ctx.dtype_of(rhs_name));
   if (a.element() != b.element()) {
     a = hlo::convert(a, acc);
     b = hlo::convert(b, acc);

@@ -286,7 +286,7 @@ def test_all_any(op, dtype):
     check(lambda t: op(t, dim=(0, 2)), x)
     # No dims: elementwise truth; ATen computes it with `ne` before reaching us.
     run_or_skip(lambda: check(lambda t: op(t, dim=()), x))
-    check(op, make((), dtype))
+    check(op, make((), dtype, low=0, high=2))
     check(op, torch.zeros(0, 2, dtype=dtype))
     check(lambda t: op(t, 1), noncontiguous(make((3, 4), BOOL)))
 
@@ -441,3 +441,13 @@ def test_grad_logsumexp_norm():
     check_grad(lambda t: t.norm(dim=0), x)
     check_grad(lambda t: torch.cumsum(t, 1), x)
     check_grad(lambda t: torch.prod(t, 1), x)
+
+
+def test_float16():
+    x = make((4, 50), torch.float16)
+    check(lambda t: torch.sum(t, 1), x)
+    check(lambda t: torch.mean(t, 0), x)
+    check(lambda t: torch.var(t, 1), x)
+    check(lambda t: tuple(torch.max(t, 1)), x)
+    check(lambda t: torch.linalg.vector_norm(t, 2, dim=1), x)
+    check(lambda t: torch.cumsum(t, 1), x, atol=1e-2, rtol=1e-3)
