@@ -85,6 +85,13 @@ bool scalars_shape_output(const c10::FunctionSchema& s) {
   return s.name() == "aten::arange" || s.name() == "aten::range";
 }
 
+// `Scalar` / `Scalar?` arguments (int, float and int[] arguments are not).
+bool is_scalar_type(const c10::Argument& a) {
+  auto kind = a.type()->kind();
+  if (kind == c10::TypeKind::OptionalType) kind = a.type()->containedType(0)->kind();
+  return kind == c10::TypeKind::NumberType;
+}
+
 void append_value(std::string& k, const c10::IValue& v, const c10::Argument& a, bool static_scalars) {
   if (v.isTensor()) {
     if (v.toTensor().defined())
@@ -98,8 +105,7 @@ void append_value(std::string& k, const c10::IValue& v, const c10::Argument& a, 
     k += 'L';
     append_int(k, static_cast<int64_t>(list.size()));
     for (const auto& e : list) append_value(k, e, a, static_scalars);
-  } else if (v.isScalar() && !static_scalars && a.type()->kind() != c10::TypeKind::IntType &&
-             a.type()->kind() != c10::TypeKind::FloatType && a.type()->kind() != c10::TypeKind::BoolType) {
+  } else if (v.isScalar() && !static_scalars && is_scalar_type(a)) {
     // A Scalar (or Scalar?) argument is a runtime operand: only its kind
     // shapes the program.
     k += v.isDouble() ? 'd' : v.isInt() ? 'i' : v.isBool() ? 'b' : 'z';

@@ -3,6 +3,7 @@
 // serves every op; typed helpers live in hlo/ops.h.
 #pragma once
 
+#include <deque>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -66,8 +67,10 @@ class Builder {
   std::string operand_list(const std::vector<Value>& v) const;
   std::string type_list(const std::vector<Value>& v) const;
 
-  std::vector<TensorType> types_;
-  std::vector<std::string> names_;
+  // Deques: Value::type() hands out references that must survive later
+  // emits (a vector would move its elements when it grows).
+  std::deque<TensorType> types_;
+  std::deque<std::string> names_;
   std::vector<int> params_;
   std::string body_;
   int next_ssa_ = 0;
