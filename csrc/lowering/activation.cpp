@@ -210,7 +210,7 @@ TPU_LOWERING(hardswish_backward) {
   auto ct = opmath(ctx.result_type({"grad_output", "self"}));
   Value g = in(ctx, "grad_output", ct, dims), x = in(ctx, "self", ct, dims);
   Value mid = hlo::mul(g, hlo::add(hlo::div(x, cst(x, 3)), cst(x, 0.5)));
-  return {hlo::select(cmp(x, -3, "LT"), cst(g, 0), hlo::select(cmp(x, 3, "LE"), mid, g))};
+  return {hlo::select(cmp(x, -3, "LE"), cst(g, 0), hlo::select(cmp(x, 3, "LT"), mid, g))};
 }
 
 TPU_LOWERING(mish) {

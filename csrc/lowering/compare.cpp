@@ -30,7 +30,7 @@ std::vector<Value> bitwise_rule(LowerCtx& ctx, const char* op) {
 }
 
 // PyTorch's shifts: amounts < 0 or >= the bit width give 0 (left) or the
-// sign fill (right).
+// sign fill (right; 0 for unsigned types).
 std::vector<Value> shift_rule(LowerCtx& ctx, bool left) {
   auto dims = out_dims(ctx, {"self", "other"});
   auto t = ctx.result_type({"self", "other"});
@@ -39,8 +39,10 @@ std::vector<Value> shift_rule(LowerCtx& ctx, bool left) {
   int bits = hlo::element_bits(a.element());
   Value out_of_range = or_(hlo::compare(b, cst(b, 0), "LT"), hlo::compare(b, cst(b, bits), "GE"));
   if (left) return {hlo::select(out_of_range, cst(a, 0), hlo::binary("shift_left", a, b))};
-  const char* op = hlo::is_signed_int(a.element()) ? "shift_right_arithmetic" : "shift_right_logical";
-  return {hlo::select(out_of_range, hlo::binary(op, a, cst(a, bits - 1)), hlo::binary(op, a, b))};
+  if (!hlo::is_signed_int(a.element()))
+    return {hlo::select(out_of_range, cst(a, 0), hlo::binary("shift_right_logical", a, b))};
+  Value sign_fill = hlo::binary("shift_right_arithmetic", a, cst(a, bits - 1));
+  return {hlo::select(out_of_range, sign_fill, hlo::binary("shift_right_arithmetic", a, b))};
 }
 
 }  // namespace
@@ -67,5 +69,7 @@ TPU_LOWERING(bitwise_left_shift) { return shift_rule(ctx, true); }
 TPU_LOWERING(bitwise_right_shift) { return shift_rule(ctx, false); }
 TPU_LOWERING_ALIAS(__lshift__, bitwise_left_shift);
 TPU_LOWERING_ALIAS(__rshift__, bitwise_right_shift);
+TPU_LOWERING_ALIAS(__ilshift__, bitwise_left_shift);
+TPU_LOWERING_ALIAS(__irshift__, bitwise_right_shift);
 
 }  // namespace torch_tpu::lowering

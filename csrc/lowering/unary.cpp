@@ -153,7 +153,8 @@ TPU_LOWERING(acosh) {
   Value t = hlo::sub(x, cst(x, 1));
   Value r = un("log_plus_one", hlo::add(t, un("sqrt", hlo::mul(t, hlo::add(t, cst(t, 2))))));
   Value large = hlo::add(un("log", x), cst(x, kLn2));
-  return {hlo::select(lt(x, 1e18), r, large)};
+  r = hlo::select(lt(x, 1e18), r, large);
+  return {hlo::select(lt(x, 1), cst(x, std::numeric_limits<double>::quiet_NaN()), r)};
 }
 
 TPU_LOWERING(atanh) {
