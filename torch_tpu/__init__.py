@@ -21,6 +21,22 @@ torch.utils.generate_methods_for_privateuse1_backend(
     for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
 )
 
+
+def _format_on_host(tensor_str):
+    # Printing formats values with a dozen small tensor ops (isfinite,
+    # masked_select, ...); on tpu each would compile a program. One transfer
+    # to the host does the same for the cost of a copy, as PyTorch already
+    # does for XLA tensors. The device suffix still comes from the tpu tensor.
+    def _tensor_str(self, indent):
+        if self.device.type == "tpu":
+            self = self.cpu()
+        return tensor_str(self, indent)
+
+    return _tensor_str
+
+
+torch._tensor_str._tensor_str = _format_on_host(torch._tensor_str._tensor_str)
+
 __all__ = ["tpu"]
 
 

@@ -121,6 +121,11 @@ def _host_memory_bytes() -> int:
 
 # ---- random numbers -------------------------------------------------------
 
+def _is_in_bad_fork() -> bool:
+    # XLA is started lazily in the parent; a forked child starts its own.
+    return False
+
+
 def _generator(device: Any = None) -> torch.Generator:
     return _C._default_generator(_index(device))
 

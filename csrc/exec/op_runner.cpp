@@ -64,6 +64,7 @@ void append_tensor(std::string& k, const at::Tensor& t) {
   if (t.device().is_cpu()) {
     k += 'c';
     append_int(k, static_cast<int>(t.scalar_type()));
+    for (auto s : t.sizes()) append_int(k, s);
     return;
   }
   k += 'T';
@@ -78,7 +79,13 @@ void append_tensor(std::string& k, const at::Tensor& t) {
   append_int(k, sb.buffer ? static_cast<int>(sb.dtype) : -1);
 }
 
-void append_value(std::string& k, const c10::IValue& v, const c10::Argument& a) {
+// Ops whose output shape follows from Scalar arguments: their Scalars are
+// part of the key (elsewhere a Scalar is a runtime operand).
+bool scalars_shape_output(const c10::FunctionSchema& s) {
+  return s.name() == "aten::arange" || s.name() == "aten::range";
+}
+
+void append_value(std::string& k, const c10::IValue& v, const c10::Argument& a, bool static_scalars) {
   if (v.isTensor()) {
     if (v.toTensor().defined())
       append_tensor(k, v.toTensor());
@@ -90,8 +97,8 @@ void append_value(std::string& k, const c10::IValue& v, const c10::Argument& a) 
     auto list = v.toListRef();
     k += 'L';
     append_int(k, static_cast<int64_t>(list.size()));
-    for (const auto& e : list) append_value(k, e, a);
-  } else if (v.isScalar() && a.type()->kind() != c10::TypeKind::IntType &&
+    for (const auto& e : list) append_value(k, e, a, static_scalars);
+  } else if (v.isScalar() && !static_scalars && a.type()->kind() != c10::TypeKind::IntType &&
              a.type()->kind() != c10::TypeKind::FloatType && a.type()->kind() != c10::TypeKind::BoolType) {
     // A Scalar (or Scalar?) argument is a runtime operand: only its kind
     // shapes the program.
@@ -453,9 +460,18 @@ void run_program(const Program& prog, std::vector<c10::IValue>& args, torch::jit
       case ParamSource::kScalar:
         inputs.push_back(upload_scalar(args[p.arg].toScalar(), p.dtype, prog.device));
         break;
-      case ParamSource::kCpuTensor:
-        inputs.push_back(upload_scalar(tensor_at(args, p.arg, p.item).item(), p.dtype, prog.device));
+      case ParamSource::kCpuTensor: {
+        const at::Tensor& t = tensor_at(args, p.arg, p.item);
+        if (t.dim() == 0) {
+          inputs.push_back(upload_scalar(t.item(), p.dtype, prog.device));
+        } else {
+          at::Tensor host = t.contiguous();
+          inputs.push_back(runtime::get().to_device(
+              host.const_data_ptr(), hlo::TensorType{lowering::element_type(host.scalar_type()), host.sizes().vec()},
+              prog.device));
+        }
         break;
+      }
       case ParamSource::kRngKey:
         inputs.push_back(rng_key_buffer(args, p.arg, prog.device));
         break;
@@ -508,9 +524,10 @@ void run_lowered_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   std::vector<c10::IValue> args(std::make_move_iterator(stack->end() - n), std::make_move_iterator(stack->end()));
   stack->erase(stack->end() - n, stack->end());
 
-  // All tensors on one tpu device; 0-dim CPU tensors count as scalars.
+  // All tensors on one tpu device; 0-dim CPU tensors count as scalars, and
+  // CPU index tensors (Tensor?[] lists) are uploaded, as CUDA allows.
   int device = -1;
-  for_each_tensor(args, [&](const at::Tensor& t, int, int) {
+  for_each_tensor(args, [&](const at::Tensor& t, int, int item) {
     if (t.is_privateuseone()) {
       int d = t.device().index();
       TORCH_CHECK(device < 0 || device == d,
@@ -518,7 +535,7 @@ void run_lowered_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
                   " and tpu:", d, "! (when checking arguments for ", full_name(schema), ")");
       device = d;
     } else {
-      TORCH_CHECK(t.device().is_cpu() && t.dim() == 0,
+      TORCH_CHECK(t.device().is_cpu() && (t.dim() == 0 || item >= 0),
                   "Expected all tensors to be on the same device, but found at least two devices, ", t.device(),
                   " and tpu! (when checking arguments for ", full_name(schema), ")");
     }
@@ -530,7 +547,8 @@ void run_lowered_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   key += '#';
   key += std::to_string(device);
   key += '#';
-  for (size_t i = 0; i < n; ++i) append_value(key, args[i], schema.arguments()[i]);
+  bool static_scalars = scalars_shape_output(schema);
+  for (size_t i = 0; i < n; ++i) append_value(key, args[i], schema.arguments()[i], static_scalars);
 
   auto& c = cache();
   auto it = c.find(key);

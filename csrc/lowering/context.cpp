@@ -151,8 +151,9 @@ Value LowerCtx::read_tensor(int arg, int item) {
   const at::Tensor& t = tensor_at(arg, item);
   Value v;
   if (t.device().is_cpu()) {
-    // A 0-dim CPU tensor mixed with tpu tensors acts as a scalar operand.
-    v = builder_.parameter(hlo::TensorType{element_type(t.scalar_type()), {}});
+    // A 0-dim CPU tensor mixed with tpu tensors acts as a scalar operand;
+    // CPU index tensors are uploaded whole.
+    v = builder_.parameter(hlo::TensorType{element_type(t.scalar_type()), t.sizes().vec()});
     params_.push_back({ParamSource::kCpuTensor, arg, item, t.scalar_type()});
   } else {
     v = read_view(storage_param(arg, item), ViewLayout{t.sizes(), t.strides(), t.storage_offset()});

@@ -1,16 +1,248 @@
-// Elementwise math: one short rule per ATen op.
-#include "lowering/registry.h"
+// Binary elementwise arithmetic: add, sub, mul, div, remainder, pow, ...
+// Each rule computes in PyTorch's promoted type (through float32 for
+// bf16/f16, as PyTorch's CPU kernels do) and returns a value the execution
+// layer converts to the output's dtype and shape.
+#include <limits>
+#include <string>
+
+#include "lowering/elementwise_util.h"
 
 namespace torch_tpu::lowering {
 
+using namespace ew;
+
+namespace {
+
+// Arithmetic on bool goes through int32 (add = or, mul = and once the
+// result is converted back to bool).
+at::ScalarType arith_type(at::ScalarType t) { return t == at::kBool ? at::kInt : opmath(t); }
+
+Value lt0(Value x) { return hlo::compare(x, cst(x, 0), "LT"); }
+Value ne0(Value x) { return hlo::compare(x, cst(x, 0), "NE"); }
+Value ne(Value a, Value b) { return hlo::compare(a, b, "NE"); }
+
+// Python-style floor division of a by b (same type, same shape).
+Value floor_div(Value a, Value b) {
+  if (!hlo::is_float(a.element())) {
+    Value q = hlo::div(a, b), r = hlo::binary("remainder", a, b);
+    Value adjust = and_(ne0(r), ne(lt0(r), lt0(b)));
+    return hlo::select(adjust, hlo::sub(q, cst(q, 1)), q);
+  }
+  // c10::div_floor_floating.
+  Value mod = hlo::binary("remainder", a, b);
+  Value div = hlo::div(hlo::sub(a, mod), b);
+  div = hlo::select(and_(ne0(mod), ne(lt0(b), lt0(mod))), hlo::sub(div, cst(div, 1)), div);
+  Value fl = hlo::unary("floor", div);
+  fl = hlo::select(hlo::compare(hlo::sub(div, fl), cst(div, 0.5), "GT"), hlo::add(fl, cst(fl, 1)), fl);
+  Value q = hlo::div(a, b);
+  Value signed_zero = hlo::mul(q, cst(q, 0));  // copysign(0, a / b)
+  Value r = hlo::select(ne0(div), fl, signed_zero);
+  return hlo::select(hlo::compare(b, cst(b, 0), "EQ"), q, r);
+}
+
+// Python-style modulus (sign of the divisor).
+Value py_remainder(Value a, Value b) {
+  Value mod = hlo::binary("remainder", a, b);
+  Value adjust = and_(ne0(mod), ne(lt0(b), lt0(mod)));
+  return hlo::select(adjust, hlo::add(mod, b), mod);
+}
+
+std::vector<Value> div_impl(LowerCtx& ctx, const std::string& mode) {
+  auto dims = out_dims(ctx, {"self", "other"});
+  auto t = ctx.result_type({"self", "other"});
+  if (mode.empty()) t = float_type(t);
+  auto ct = arith_type(t);
+  Value a = in(ctx, "self", ct, dims), b = in(ctx, "other", ct, dims);
+  if (mode.empty()) return {hlo::div(a, b)};
+  if (mode == "trunc") {
+    Value q = hlo::div(a, b);  // integer division truncates
+    return {hlo::is_float(q.element()) ? trunc(q) : q};
+  }
+  TORCH_CHECK(mode == "floor", ctx.op_name(), ": rounding_mode must be None, 'trunc' or 'floor', got '", mode, "'");
+  return {floor_div(a, b)};
+}
+
+}  // namespace
+
 TPU_LOWERING(add) {
-  auto t = *ctx.out_dtype();
-  Value a = ctx.operand("self", t), b = ctx.operand("other", t);
-  auto dims = *ctx.out_sizes();
-  a = hlo::broadcast_to(a, dims);
-  b = hlo::broadcast_to(b, dims);
-  if (ctx.has("alpha")) b = hlo::mul(b, hlo::broadcast_to(ctx.operand("alpha", t), dims));
+  auto dims = out_dims(ctx, {"self", "other"});
+  auto ct = arith_type(ctx.result_type({"self", "other"}));
+  Value a = in(ctx, "self", ct, dims), b = in(ctx, "other", ct, dims);
+  if (ctx.has("alpha")) b = hlo::mul(b, in(ctx, "alpha", ct, dims));
   return {hlo::add(a, b)};
+}
+
+TPU_LOWERING(sub) {
+  auto dims = out_dims(ctx, {"self", "other"});
+  auto ct = arith_type(ctx.result_type({"self", "other"}));
+  Value a = in(ctx, "self", ct, dims), b = in(ctx, "other", ct, dims);
+  if (ctx.has("alpha")) b = hlo::mul(b, in(ctx, "alpha", ct, dims));
+  return {hlo::sub(a, b)};
+}
+
+// rsub(self, other, alpha) = other - alpha * self
+TPU_LOWERING(rsub) {
+  auto dims = out_dims(ctx, {"self", "other"});
+  auto ct = arith_type(ctx.result_type({"self", "other"}));
+  Value a = in(ctx, "self", ct, dims), b = in(ctx, "other", ct, dims);
+  if (ctx.has("alpha")) a = hlo::mul(a, in(ctx, "alpha", ct, dims));
+  return {hlo::sub(b, a)};
+}
+
+TPU_LOWERING(mul) {
+  auto dims = out_dims(ctx, {"self", "other"});
+  auto ct = arith_type(ctx.result_type({"self", "other"}));
+  return {hlo::mul(in(ctx, "self", ct, dims), in(ctx, "other", ct, dims))};
+}
+
+TPU_LOWERING(div) {
+  std::string mode = ctx.is_none("rounding_mode") ? "" : ctx.str_arg("rounding_mode");
+  return div_impl(ctx, mode);
+}
+
+TPU_LOWERING(floor_divide) { return div_impl(ctx, "floor"); }
+
+TPU_LOWERING(remainder) {
+  auto dims = out_dims(ctx, {"self", "other"});
+  auto ct = arith_type(ctx.result_type({"self", "other"}));
+  return {py_remainder(in(ctx, "self", ct, dims), in(ctx, "other", ct, dims))};
+}
+
+TPU_LOWERING(fmod) {
+  auto dims = out_dims(ctx, {"self", "other"});
+  auto ct = arith_type(ctx.result_type({"self", "other"}));
+  return {hlo::binary("remainder", in(ctx, "self", ct, dims), in(ctx, "other", ct, dims))};
+}
+
+// pow.Tensor_Tensor(self, exponent), pow.Tensor_Scalar, pow.Scalar(self: Scalar, exponent).
+TPU_LOWERING(pow) {
+  auto dims = out_dims(ctx, {"self", "exponent"});
+  auto t = ctx.result_type({"self", "exponent"});
+  auto ct = arith_type(t);
+  Value a = in(ctx, "self", ct, dims), e = in(ctx, "exponent", ct, dims);
+  Value p = hlo::binary("power", a, e);
+  if (hlo::is_float(p.element())) return {p};
+  // Integers to negative powers: 1 -> 1, -1 -> +-1, others -> 0 (PyTorch's powi).
+  Value one = cst(a, 1), minus_one = cst(a, -1), zero = cst(a, 0);
+  Value odd = ne0(hlo::binary("remainder", e, cst(e, 2)));
+  Value neg_pow = hlo::select(hlo::compare(a, one, "EQ"), one,
+                              hlo::select(hlo::compare(a, minus_one, "EQ"), hlo::select(odd, minus_one, one), zero));
+  return {hlo::select(lt0(e), neg_pow, p)};
+}
+
+TPU_LOWERING(float_power) {
+  auto dims = out_dims(ctx, {"self", "exponent"});
+  Value a = in(ctx, "self", at::kDouble, dims), e = in(ctx, "exponent", at::kDouble, dims);
+  return {hlo::binary("power", a, e)};
+}
+
+TPU_LOWERING(maximum) {
+  auto dims = out_dims(ctx, {"self", "other"});
+  auto ct = arith_type(ctx.result_type({"self", "other"}));
+  return {nan_max(in(ctx, "self", ct, dims), in(ctx, "other", ct, dims))};
+}
+
+TPU_LOWERING(minimum) {
+  auto dims = out_dims(ctx, {"self", "other"});
+  auto ct = arith_type(ctx.result_type({"self", "other"}));
+  return {nan_min(in(ctx, "self", ct, dims), in(ctx, "other", ct, dims))};
+}
+
+// fmax / fmin ignore NaN unless both are NaN.
+TPU_LOWERING(fmax) {
+  auto dims = out_dims(ctx, {"self", "other"});
+  auto ct = arith_type(ctx.result_type({"self", "other"}));
+  Value a = in(ctx, "self", ct, dims), b = in(ctx, "other", ct, dims);
+  Value m = hlo::max(a, b);
+  if (!hlo::is_float(m.element())) return {m};
+  return {hlo::select(is_nan(a), b, hlo::select(is_nan(b), a, m))};
+}
+
+TPU_LOWERING(fmin) {
+  auto dims = out_dims(ctx, {"self", "other"});
+  auto ct = arith_type(ctx.result_type({"self", "other"}));
+  Value a = in(ctx, "self", ct, dims), b = in(ctx, "other", ct, dims);
+  Value m = hlo::min(a, b);
+  if (!hlo::is_float(m.element())) return {m};
+  return {hlo::select(is_nan(a), b, hlo::select(is_nan(b), a, m))};
+}
+
+TPU_LOWERING(atan2) {
+  auto dims = out_dims(ctx, {"self", "other"});
+  auto ct = opmath(float_type(ctx.result_type({"self", "other"})));
+  return {hlo::binary("atan2", in(ctx, "self", ct, dims), in(ctx, "other", ct, dims))};
+}
+
+TPU_LOWERING(hypot) {
+  auto dims = out_dims(ctx, {"self", "other"});
+  auto ct = opmath(float_type(ctx.result_type({"self", "other"})));
+  Value a = hlo::unary("abs", in(ctx, "self", ct, dims)), b = hlo::unary("abs", in(ctx, "other", ct, dims));
+  // max * sqrt(1 + (min/max)^2) avoids overflow; inf wins over nan.
+  Value hi = hlo::max(a, b), lo = hlo::min(a, b);
+  Value r = hlo::div(lo, hi);
+  Value h = hlo::mul(hi, hlo::unary("sqrt", hlo::add(cst(r, 1), hlo::mul(r, r))));
+  h = hlo::select(hlo::compare(hi, cst(hi, 0), "EQ"), cst(h, 0), h);
+  Value inf = cst(h, std::numeric_limits<double>::infinity());
+  h = hlo::select(or_(hlo::compare(a, inf, "EQ"), hlo::compare(b, inf, "EQ")), inf, h);
+  return {h};
+}
+
+// xlogy(self, other) = self * log(other), 0 where self == 0, NaN where other is NaN.
+TPU_LOWERING(xlogy) {
+  auto dims = out_dims(ctx, {"self", "other"});
+  auto ct = opmath(float_type(ctx.result_type({"self", "other"})));
+  Value x = in(ctx, "self", ct, dims), y = in(ctx, "other", ct, dims);
+  Value r = hlo::mul(x, hlo::unary("log", y));
+  r = hlo::select(hlo::compare(x, cst(x, 0), "EQ"), cst(x, 0), r);
+  return {hlo::select(is_nan(y), y, r)};
+}
+
+TPU_LOWERING(copysign) {
+  auto dims = out_dims(ctx, {"self", "other"});
+  auto ct = opmath(float_type(ctx.result_type({"self", "other"})));
+  Value a = hlo::unary("abs", in(ctx, "self", ct, dims)), b = in(ctx, "other", ct, dims);
+  // Sign bit of b, -0.0 and NaN signs included.
+  auto ib = ct == at::kDouble ? ElementType::kI64 : ElementType::kI32;
+  Value neg = lt0(hlo::bitcast_convert(b, ib));
+  return {hlo::select(neg, hlo::neg(a), a)};
+}
+
+// addcmul(self, tensor1, tensor2, value) = self + value * tensor1 * tensor2
+TPU_LOWERING(addcmul) {
+  auto dims = out_dims(ctx, {"self", "tensor1", "tensor2"});
+  auto ct = arith_type(ctx.result_type({"self", "tensor1", "tensor2"}));
+  Value s = in(ctx, "self", ct, dims), t1 = in(ctx, "tensor1", ct, dims), t2 = in(ctx, "tensor2", ct, dims);
+  return {hlo::add(s, hlo::mul(hlo::mul(in(ctx, "value", ct, dims), t1), t2))};
+}
+
+// addcdiv(self, tensor1, tensor2, value) = self + value * tensor1 / tensor2
+TPU_LOWERING(addcdiv) {
+  auto dims = out_dims(ctx, {"self", "tensor1", "tensor2"});
+  auto ct = arith_type(ctx.result_type({"self", "tensor1", "tensor2"}));
+  Value s = in(ctx, "self", ct, dims), t1 = in(ctx, "tensor1", ct, dims), t2 = in(ctx, "tensor2", ct, dims);
+  return {hlo::add(s, hlo::div(hlo::mul(in(ctx, "value", ct, dims), t1), t2))};
+}
+
+// lerp(self, end, weight), PyTorch's two-sided formula for accuracy near w=1.
+TPU_LOWERING(lerp) {
+  auto dims = out_dims(ctx, {"self", "end", "weight"});
+  auto ct = opmath(ctx.result_type({"self", "end"}));
+  Value s = in(ctx, "self", ct, dims), e = in(ctx, "end", ct, dims), w = in(ctx, "weight", ct, dims);
+  Value diff = hlo::sub(e, s);
+  Value lo = hlo::add(s, hlo::mul(w, diff));
+  Value hi = hlo::sub(e, hlo::mul(diff, hlo::sub(cst(w, 1), w)));
+  return {hlo::select(hlo::compare(hlo::unary("abs", w), cst(w, 0.5), "LT"), lo, hi)};
+}
+
+TPU_LOWERING(neg) {
+  Value x = ctx.tensor("self");
+  return {hlo::neg(x)};
+}
+
+TPU_LOWERING(reciprocal) {
+  auto ct = opmath(float_type(ctx.dtype_of("self")));
+  Value x = ctx.operand("self", ct);
+  return {hlo::div(cst(x, 1), x)};
 }
 
 }  // namespace torch_tpu::lowering

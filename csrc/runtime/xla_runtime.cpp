@@ -140,7 +140,8 @@ class XlaRuntime final : public Runtime {
     info_.virtual_tpu = wanted == "cpu";
 
     py::module_ xc = py::module_::import("jax._src.lib").attr("xla_client");
-    compile_options_ = xc.attr("CompileOptions")();
+    compile_options_cls_ = xc.attr("CompileOptions");
+    device_assignment_cls_ = xc.attr("DeviceAssignment");
     device_list_cls_ = xc.attr("DeviceList");
     batched_device_put_ = xc.attr("batched_device_put");
     immutable_during_call_ = xc.attr("HostBufferSemantics").attr("IMMUTABLE_ONLY_DURING_CALL");
@@ -160,7 +161,7 @@ class XlaRuntime final : public Runtime {
   // The interpreter may already be gone when the process exits: never
   // touch Python objects from this destructor.
   ~XlaRuntime() override {
-    for (auto* v : {&backend_, &compile_options_, &device_list_cls_, &batched_device_put_,
+    for (auto* v : {&backend_, &compile_options_cls_, &device_assignment_cls_, &device_list_cls_, &batched_device_put_,
                     &immutable_during_call_, &shaped_array_, &numpy_})
       v->release();
     for (auto& d : devices_) d.release();
@@ -178,7 +179,13 @@ class XlaRuntime final : public Runtime {
     check_device(device);
     try {
       py::object dl = device_list_cls_(py::make_tuple(devices_[device]));
-      py::object exe = backend_.attr("compile_and_load")(py::bytes(text), dl, compile_options_);
+      // The device assignment pins the single replica to this device.
+      py::object options = compile_options_cls_();
+      py::list grid;
+      grid.append(py::make_tuple(devices_[device].attr("id")));
+      options.attr("device_assignment") =
+          device_assignment_cls_.attr("create")(numpy_.attr("array")(grid, "int32"));
+      py::object exe = backend_.attr("compile_and_load")(py::bytes(text), dl, options);
       ++compiles_;
       return std::make_shared<JaxExecutable>(std::move(exe), device, parse_result_types(text));
     } catch (py::error_already_set& e) {
@@ -251,7 +258,7 @@ class XlaRuntime final : public Runtime {
                 device_count(), " device(s) available)");
   }
 
-  py::object backend_, compile_options_, device_list_cls_, batched_device_put_, immutable_during_call_,
+  py::object backend_, compile_options_cls_, device_assignment_cls_, device_list_cls_, batched_device_put_, immutable_during_call_,
       shaped_array_, numpy_;
   std::vector<py::object> devices_, shardings_, np_dtypes_;
   PlatformInfo info_;

@@ -1,0 +1,121 @@
+"""Steady-state latency of small eager ops on tpu, against the floor of XLA
+dispatch (the same computation jitted in jax, run in a separate process on
+the same XLA platform) and against PyTorch on CPU, all in one run.
+
+Each figure is the mean time per call over a loop of calls followed by one
+synchronisation, i.e. the throughput of back-to-back dispatch.
+Usage: python benchmarks/eager_overhead.py [--iters N]
+"""
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+
+CASES = ["add_1000", "matmul_64", "chain_10"]
+
+JAX_SCRIPT = r"""
+import json, sys, time
+import numpy as np
+import jax, jax.numpy as jnp
+jax.config.update("jax_enable_x64", True)
+iters = int(sys.argv[1])
+a = jnp.asarray(np.random.rand(1000).astype(np.float32))
+b = jnp.asarray(np.random.rand(1000).astype(np.float32))
+m = jnp.asarray(np.random.rand(64, 64).astype(np.float32))
+def chain(x):
+    for i in range(10):
+        x = x * 1.001 + 0.5 if i % 2 == 0 else jnp.tanh(x)
+    return x
+fns = {
+    "add_1000": (jax.jit(lambda x, y: x + y), (a, b)),
+    "matmul_64": (jax.jit(lambda x, y: x @ y), (m, m)),
+    "chain_10": (jax.jit(chain), (a,)),
+}
+# Ten separately dispatched jitted ops: what an op-by-op eager backend pays at best.
+add1 = jax.jit(lambda x: x * 1.001 + 0.5)
+tanh = jax.jit(jnp.tanh)
+def chain_eager(x):
+    for i in range(10):
+        x = add1(x) if i % 2 == 0 else tanh(x)
+    return x
+out = {}
+for name, (f, args) in list(fns.items()) + [("chain_10_per_op", (chain_eager, (a,)))]:
+    for _ in range(50):
+        r = f(*args)
+    r.block_until_ready()
+    t = time.perf_counter()
+    for _ in range(iters):
+        r = f(*args)
+    r.block_until_ready()
+    out[name] = (time.perf_counter() - t) / iters
+print(json.dumps(out))
+"""
+
+
+def torch_cases(device):
+    import torch
+
+    g = torch.Generator().manual_seed(0)
+    a = torch.rand(1000, generator=g).to(device)
+    b = torch.rand(1000, generator=g).to(device)
+    m = torch.rand(64, 64, generator=g).to(device)
+
+    def chain(x):
+        for i in range(10):
+            x = x * 1.001 + 0.5 if i % 2 == 0 else torch.tanh(x)
+        return x
+
+    return {
+        "add_1000": (lambda: a + b),
+        "matmul_64": (lambda: m @ m),
+        "chain_10": (lambda: chain(a)),
+    }
+
+
+def time_torch(device, iters):
+    import torch
+
+    sync = torch.tpu.synchronize if device == "tpu" else (lambda: None)
+    out = {}
+    for name, f in torch_cases(device).items():
+        for _ in range(50):
+            r = f()
+        sync()
+        t = time.perf_counter()
+        for _ in range(iters):
+            r = f()
+        sync()
+        if device == "tpu":
+            r.cpu()
+        out[name] = (time.perf_counter() - t) / iters
+    return out
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--iters", type=int, default=2000)
+    args = p.parse_args()
+
+    jax_run = subprocess.run([sys.executable, "-c", JAX_SCRIPT, str(args.iters)], capture_output=True, text=True)
+    if jax_run.returncode != 0:
+        sys.exit(f"jax reference failed:\n{jax_run.stderr}")
+    jax_t = json.loads(jax_run.stdout.strip().splitlines()[-1])
+
+    import torch
+
+    tpu_t = time_torch("tpu", args.iters)
+    cpu_t = time_torch("cpu", args.iters)
+    print(f"platform: {torch.tpu.get_device_name()}; {args.iters} calls per case\n")
+    print(f"{'case':<12}{'tpu us':>10}{'jax jit us':>12}{'torch cpu us':>14}{'tpu/jax':>10}{'tpu/cpu':>10}")
+    for name in CASES:
+        print(f"{name:<12}{tpu_t[name] * 1e6:>10.1f}{jax_t[name] * 1e6:>12.1f}{cpu_t[name] * 1e6:>14.1f}"
+              f"{tpu_t[name] / jax_t[name]:>10.2f}{tpu_t[name] / cpu_t[name]:>10.2f}")
+    per_op = jax_t["chain_10_per_op"]
+    print(f"\nchain_10 against ten separately jitted jax ops ({per_op * 1e6:.1f} us): "
+          f"tpu/jax = {tpu_t['chain_10'] / per_op:.2f}")
+
+
+if __name__ == "__main__":
+    main()

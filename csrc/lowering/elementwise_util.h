@@ -1,0 +1,94 @@
+// Small helpers shared by the elementwise lowering files (elementwise.cpp,
+// unary.cpp, compare.cpp, activation.cpp).
+#pragma once
+
+#include <ATen/ExpandUtils.h>
+#include <c10/core/DefaultDtype.h>
+#include <c10/core/ScalarType.h>
+
+#include <initializer_list>
+#include <string_view>
+
+#include "lowering/registry.h"
+
+namespace torch_tpu::lowering::ew {
+
+// The type PyTorch computes in: reduced-precision floats go through float32
+// (PyTorch's "opmath" type), so e.g. bf16 addcmul rounds once like CPU does.
+inline at::ScalarType opmath(at::ScalarType t) {
+  return (t == at::kBFloat16 || t == at::kHalf) ? at::kFloat : t;
+}
+inline at::ScalarType default_float() { return c10::typeMetaToScalarType(c10::get_default_dtype()); }
+// Integer/bool inputs of float functions (exp, sqrt, true division) give the
+// default float dtype.
+inline at::ScalarType float_type(at::ScalarType t) { return at::isFloatingType(t) ? t : default_float(); }
+
+inline ElementType et(at::ScalarType t) { return element_type(t); }
+
+// `v` with the element type and shape of `like`.
+// (Dims are copied: Value::dims() refers into the builder's type table,
+// which emitting the constant may reallocate.)
+inline Value cst(Value like, double v) {
+  Dims dims = like.dims();
+  return hlo::full(like.builder(), like.element(), dims, v);
+}
+inline Value falses(Builder& b, Value like) {
+  Dims dims = like.dims();
+  return hlo::full(b, ElementType::kPred, dims, 0);
+}
+
+// The op's output shape: the meta kernel's, else the broadcast of the named
+// tensor arguments.
+inline Dims out_dims(LowerCtx& ctx, std::initializer_list<std::string_view> names) {
+  if (auto s = ctx.out_sizes()) return *s;
+  std::vector<int64_t> shape;
+  for (auto n : names)
+    if (ctx.is_tensor(n)) shape = at::infer_size(shape, ctx.tensor_arg(n).sizes());
+  return shape;
+}
+
+// A tensor or Scalar argument in `dtype`, broadcast to `dims`.
+// Bool tensors become floats through int32: XLA:CPU miscompiles
+// divide(convert(pred), broadcast(convert(pred))) (0/0 gives 0, not NaN).
+inline Value in(LowerCtx& ctx, std::string_view name, at::ScalarType dtype, Dims dims) {
+  if (ctx.is_tensor(name) && ctx.dtype_of(name) == at::kBool && at::isFloatingType(dtype))
+    return hlo::broadcast_to(hlo::convert(ctx.operand(name, at::kInt), element_type(dtype)), dims);
+  return hlo::broadcast_to(ctx.operand(name, dtype), dims);
+}
+
+inline Value is_nan(Value x) { return hlo::compare(x, x, "NE"); }
+inline Value or_(Value a, Value b) { return hlo::binary("or", a, b); }
+inline Value and_(Value a, Value b) { return hlo::binary("and", a, b); }
+inline Value not_(Value a) { return hlo::unary("not", a); }
+
+// Maximum / minimum propagating NaN (PyTorch's maximum, clamp, relu).
+inline Value nan_max(Value a, Value b) {
+  Value m = hlo::max(a, b);
+  if (!hlo::is_float(a.element())) return m;
+  return hlo::select(or_(is_nan(a), is_nan(b)), hlo::add(a, b), m);
+}
+inline Value nan_min(Value a, Value b) {
+  Value m = hlo::min(a, b);
+  if (!hlo::is_float(a.element())) return m;
+  return hlo::select(or_(is_nan(a), is_nan(b)), hlo::add(a, b), m);
+}
+
+// Rounds toward zero (floats only).
+inline Value trunc(Value x) {
+  return hlo::select(hlo::compare(x, cst(x, 0), "LT"), hlo::unary("ceil", x), hlo::unary("floor", x));
+}
+
+// Horner evaluation, highest-degree coefficient first.
+template <size_t N>
+Value polynomial(Value x, const double (&c)[N]) {
+  Value r = cst(x, c[0]);
+  for (size_t i = 1; i < N; ++i) r = hlo::add(hlo::mul(r, x), cst(x, c[i]));
+  return r;
+}
+
+// erf / erfc of a float value (accurate to float32 precision), defined in
+// unary.cpp.
+Value erf(Value x);
+Value erfc(Value x);
+
+}  // namespace torch_tpu::lowering::ew

@@ -1,0 +1,107 @@
+// Matrix products: mm, bmm, addmm, baddbmm, addbmm, mv, addmv, dot, vdot.
+//
+// Each is one stablehlo.dot_general. bf16/f16 products accumulate in f32 and
+// are rounded once at the end (what PyTorch's CPU GEMMs do); f32/f64 ask for
+// HIGHEST precision so that a TPU does not silently use bf16 passes. Integer
+// products accumulate in the integer type (int64 GEMM works on CPU too).
+// torch.matmul and nn.functional.linear are composite: they reach these
+// rules through mm/bmm/addmm/mv/dot and views.
+#include "lowering/registry.h"
+
+namespace torch_tpu::lowering {
+namespace {
+
+ElementType acc_type(at::ScalarType t) {
+  if (t == at::kBFloat16 || t == at::kHalf) return ElementType::kF32;
+  return element_type(t);
+}
+
+at::ScalarType out_type(LowerCtx& ctx, std::initializer_list<std::string_view> inputs) {
+  if (auto d = ctx.out_dtype(0)) return *d;
+  return ctx.result_type(inputs);
+}
+
+std::string precision_for(ElementType e) {
+  return e == ElementType::kF32 || e == ElementType::kF64 ? "HIGHEST" : "DEFAULT";
+}
+
+void check_supported(LowerCtx& ctx, at::ScalarType t) {
+  TORCH_CHECK(t != at::kBool, "\"", ctx.op_name(), "\" not implemented for 'Bool'");
+}
+
+// lhs · rhs in the accumulation type of `out`.
+Value product(LowerCtx& ctx, const char* lhs_name, const char* rhs_name, const hlo::DotDims& dd, at::ScalarType out) {
+  Value a = ctx.tensor(lhs_name), b = ctx.tensor(rhs_name);
+  check_supported(ctx, a.element() == ElementType::kPred ? at::kBool : out);
+  ElementType acc = acc_type(out);
+  // Mixed input dtypes only happen through out_dtype overloads; both sides
+  // then share the wider of the two.
+  if (a.element() != b.element()) {
+    a = hlo::convert(a, acc);
+    b = hlo::convert(b, acc);
+  }
+  return hlo::dot_general(a, b, dd, acc, precision_for(acc));
+}
+
+// beta * self + alpha * prod, with beta == 0 ignoring self (NaN included),
+// as PyTorch does.
+Value add_scaled(LowerCtx& ctx, Value prod, at::ScalarType out) {
+  ElementType acc = prod.element();
+  at::ScalarType acc_st = scalar_type(acc);
+  Builder& b = ctx.b();
+  const Dims dims = prod.dims();  // a copy: emitting moves the type table
+  if (ctx.has("alpha")) prod = hlo::mul(prod, hlo::broadcast_in_dim(ctx.operand("alpha", acc_st), dims, {}));
+  Value self = hlo::broadcast_to(hlo::convert(ctx.tensor("self"), acc), dims);
+  if (ctx.has("beta")) {
+    Value beta = ctx.operand("beta", acc_st);
+    Value zero = hlo::constant(b, acc, 0);
+    Value scaled = hlo::mul(self, hlo::broadcast_in_dim(beta, dims, {}));
+    Value beta_zero = hlo::compare(beta, zero, "EQ");
+    self = hlo::select(beta_zero, hlo::broadcast_in_dim(zero, dims, {}), scaled);
+  }
+  return hlo::add(self, prod);
+}
+
+hlo::DotDims mm_dims() { return {{}, {}, {1}, {0}}; }
+hlo::DotDims bmm_dims() { return {{0}, {0}, {2}, {1}}; }
+
+}  // namespace
+
+TPU_LOWERING(mm) { return {product(ctx, "self", "mat2", mm_dims(), out_type(ctx, {"self", "mat2"}))}; }
+
+TPU_LOWERING(bmm) { return {product(ctx, "self", "mat2", bmm_dims(), out_type(ctx, {"self", "mat2"}))}; }
+
+TPU_LOWERING(addmm) {
+  auto out = out_type(ctx, {"self", "mat1", "mat2"});
+  return {add_scaled(ctx, product(ctx, "mat1", "mat2", mm_dims(), out), out)};
+}
+
+TPU_LOWERING(baddbmm) {
+  auto out = out_type(ctx, {"self", "batch1", "batch2"});
+  return {add_scaled(ctx, product(ctx, "batch1", "batch2", bmm_dims(), out), out)};
+}
+
+TPU_LOWERING(addbmm) {
+  auto out = out_type(ctx, {"self", "batch1", "batch2"});
+  hlo::DotDims dd{{}, {}, {0, 2}, {0, 1}};
+  return {add_scaled(ctx, product(ctx, "batch1", "batch2", dd, out), out)};
+}
+
+TPU_LOWERING(mv) { return {product(ctx, "self", "vec", mm_dims(), out_type(ctx, {"self", "vec"}))}; }
+
+TPU_LOWERING(addmv) {
+  auto out = out_type(ctx, {"self", "mat", "vec"});
+  return {add_scaled(ctx, product(ctx, "mat", "vec", mm_dims(), out), out)};
+}
+
+TPU_LOWERING(dot) {
+  hlo::DotDims dd{{}, {}, {0}, {0}};
+  return {product(ctx, "self", "tensor", dd, out_type(ctx, {"self", "tensor"}))};
+}
+// Real inputs only (complex is not supported on tpu): vdot == dot.
+TPU_LOWERING(vdot) {
+  hlo::DotDims dd{{}, {}, {0}, {0}};
+  return {product(ctx, "self", "other", dd, out_type(ctx, {"self", "other"}))};
+}
+
+}  // namespace torch_tpu::lowering

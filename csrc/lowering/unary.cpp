@@ -1,0 +1,288 @@
+// Unary math (exp, log, trig, rounding, erf, ...), clamp, where, masked_fill.
+// Float functions compute in float32 for bf16/f16 inputs (PyTorch's opmath
+// type) and in the default float dtype for integer inputs.
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
+
+#include <cmath>
+#include <limits>
+
+#include "lowering/elementwise_util.h"
+
+namespace torch_tpu::lowering {
+
+using namespace ew;
+
+namespace {
+
+constexpr double kPi = 3.14159265358979323846;
+constexpr double kLn2 = 0.69314718055994530942;
+constexpr double kLn10 = 2.30258509299404568402;
+
+// `self` as a float value to compute a float function on.
+Value float_self(LowerCtx& ctx) { return ctx.operand("self", opmath(float_type(ctx.dtype_of("self")))); }
+
+Value un(const char* op, Value x) { return hlo::unary(op, x); }
+Value lt(Value a, double v) { return hlo::compare(a, cst(a, v), "LT"); }
+Value sqrt_1mx2(Value x) {  // sqrt(1 - x^2), accurate near |x| = 1
+  return un("sqrt", hlo::mul(hlo::sub(cst(x, 1), x), hlo::add(cst(x, 1), x)));
+}
+
+// Coefficients of our own least-squares fits (relative error ~3e-8):
+//   erf(x)  = x * A(x^2)                    for |x| < 1
+//   erfc(x) = exp(-x^2) / x * B(1/x^2)      for 1 <= x < 2
+//   erfc(x) = exp(-x^2) / x * C(1/x^2)      for x >= 2
+constexpr double kErfA[] = {7.853823465297403e-05, -0.0008010182147793476, 0.00518832637904236,
+                            -0.02685381124749507, 0.11283585132174734,     -0.37612625822786067,
+                            1.1283791657265028};
+constexpr double kErfcB[] = {0.023262689320094104, -0.13867648807074617, 0.3686841920404504,
+                             -0.5824045902091095,  0.6209513486442555,   -0.49442978507231117,
+                             0.3404821783077542,   -0.2741118452724417,  0.5638258893861645};
+constexpr double kErfcC[] = {-11.393638881953171, 13.834660046773044,   -7.816846526367328,
+                             2.982444086435877,   -1.0215759737506618,  0.42218184725963537,
+                             -0.28208477262418263, 0.5641895661782499};
+
+Value to_f32(Value x) {
+  auto e = x.element();
+  return (e == ElementType::kBF16 || e == ElementType::kF16) ? hlo::convert(x, ElementType::kF32) : x;
+}
+
+// erfc(a) for a >= 1 (garbage below, selected away by callers).
+Value erfc_ge1(Value a) {
+  Value t = hlo::div(cst(a, 1), hlo::mul(a, a));
+  Value p = hlo::select(lt(a, 2), polynomial(t, kErfcB), polynomial(t, kErfcC));
+  Value e = un("exponential", hlo::neg(hlo::mul(a, a)));
+  return hlo::div(hlo::mul(e, p), a);
+}
+
+Value erf_small(Value x) { return hlo::mul(x, polynomial(hlo::mul(x, x), kErfA)); }
+
+double max_of(at::ScalarType t) {
+  switch (t) {
+    case at::kBFloat16: return static_cast<double>(std::numeric_limits<c10::BFloat16>::max());
+    case at::kHalf: return static_cast<double>(std::numeric_limits<c10::Half>::max());
+    case at::kFloat: return std::numeric_limits<float>::max();
+    default: return std::numeric_limits<double>::max();
+  }
+}
+
+}  // namespace
+
+namespace ew {
+
+Value erf(Value x_in) {
+  Value x = to_f32(x_in);
+  Value a = un("abs", x);
+  Value big = hlo::sub(cst(a, 1), erfc_ge1(a));
+  big = hlo::select(lt(x, 0), hlo::neg(big), big);
+  Value r = hlo::select(lt(a, 1), erf_small(x), big);
+  return hlo::select(is_nan(x), x, r);
+}
+
+Value erfc(Value x_in) {
+  Value x = to_f32(x_in);
+  Value a = un("abs", x);
+  Value tail = erfc_ge1(a);
+  tail = hlo::select(lt(x, 0), hlo::sub(cst(a, 2), tail), tail);
+  Value r = hlo::select(lt(a, 1), hlo::sub(cst(x, 1), erf_small(x)), tail);
+  return hlo::select(is_nan(x), x, r);
+}
+
+}  // namespace ew
+
+#define TPU_FLOAT_UNARY(name, ...) \
+  TPU_LOWERING(name) {             \
+    Value x = float_self(ctx);     \
+    return {__VA_ARGS__};          \
+  }
+
+TPU_FLOAT_UNARY(exp, un("exponential", x))
+TPU_FLOAT_UNARY(exp2, hlo::binary("power", cst(x, 2), x))
+TPU_FLOAT_UNARY(expm1, un("exponential_minus_one", x))
+TPU_FLOAT_UNARY(log, un("log", x))
+TPU_FLOAT_UNARY(log2, hlo::mul(un("log", x), cst(x, 1 / kLn2)))
+TPU_FLOAT_UNARY(log10, hlo::mul(un("log", x), cst(x, 1 / kLn10)))
+TPU_FLOAT_UNARY(log1p, un("log_plus_one", x))
+TPU_FLOAT_UNARY(sqrt, un("sqrt", x))
+TPU_FLOAT_UNARY(rsqrt, un("rsqrt", x))
+TPU_FLOAT_UNARY(sin, un("sine", x))
+TPU_FLOAT_UNARY(cos, un("cosine", x))
+TPU_FLOAT_UNARY(tan, un("tan", x))
+TPU_FLOAT_UNARY(tanh, un("tanh", x))
+TPU_FLOAT_UNARY(sigmoid, un("logistic", x))
+TPU_FLOAT_UNARY(atan, hlo::binary("atan2", x, cst(x, 1)))
+// asin(x) = 2 atan2(x, 1 + sqrt(1 - x^2))
+TPU_FLOAT_UNARY(asin, hlo::mul(cst(x, 2), hlo::binary("atan2", x, hlo::add(cst(x, 1), sqrt_1mx2(x)))))
+// acos(x) = 2 atan2(sqrt(1 - x^2), 1 + x), pi at x = -1
+TPU_FLOAT_UNARY(acos, hlo::select(hlo::compare(x, cst(x, -1), "EQ"), cst(x, kPi),
+                                  hlo::mul(cst(x, 2), hlo::binary("atan2", sqrt_1mx2(x), hlo::add(cst(x, 1), x)))))
+TPU_FLOAT_UNARY(erf, ew::erf(x))
+TPU_FLOAT_UNARY(erfc, ew::erfc(x))
+
+TPU_LOWERING(sinh) {
+  Value x = float_self(ctx);
+  Value a = un("abs", x);
+  // |x| < 1: (expm1(x) - expm1(-x)) / 2; else sign(x) (e - 1/(4e)) with e = exp(|x| - ln 2).
+  Value small = hlo::mul(cst(x, 0.5), hlo::sub(un("exponential_minus_one", x), un("exponential_minus_one", hlo::neg(x))));
+  Value e = un("exponential", hlo::sub(a, cst(a, kLn2)));
+  Value big = hlo::sub(e, hlo::div(cst(e, 0.25), e));
+  big = hlo::select(lt(x, 0), hlo::neg(big), big);
+  return {hlo::select(lt(a, 1), small, big)};
+}
+
+TPU_LOWERING(cosh) {
+  Value x = float_self(ctx);
+  Value e = un("exponential", hlo::sub(un("abs", x), cst(x, kLn2)));
+  return {hlo::add(e, hlo::div(cst(e, 0.25), e))};
+}
+
+TPU_LOWERING(asinh) {
+  Value x = float_self(ctx);
+  Value a = un("abs", x);
+  // log1p(a + a^2 / (1 + sqrt(1 + a^2))), or log(a) + ln 2 where a^2 overflows.
+  Value a2 = hlo::mul(a, a);
+  Value r = un("log_plus_one", hlo::add(a, hlo::div(a2, hlo::add(cst(a, 1), un("sqrt", hlo::add(cst(a, 1), a2))))));
+  Value large = hlo::add(un("log", a), cst(a, kLn2));
+  r = hlo::select(lt(a, 1e18), r, large);
+  return {hlo::select(lt(x, 0), hlo::neg(r), hlo::select(is_nan(x), x, r))};
+}
+
+TPU_LOWERING(acosh) {
+  Value x = float_self(ctx);
+  // log1p(t + sqrt(t (t + 2))), t = x - 1; log(x) + ln 2 for huge x.
+  Value t = hlo::sub(x, cst(x, 1));
+  Value r = un("log_plus_one", hlo::add(t, un("sqrt", hlo::mul(t, hlo::add(t, cst(t, 2))))));
+  Value large = hlo::add(un("log", x), cst(x, kLn2));
+  return {hlo::select(lt(x, 1e18), r, large)};
+}
+
+TPU_LOWERING(atanh) {
+  Value x = float_self(ctx);
+  // 0.5 * log1p(2x / (1 - x))
+  Value q = hlo::div(hlo::mul(cst(x, 2), x), hlo::sub(cst(x, 1), x));
+  return {hlo::mul(cst(x, 0.5), un("log_plus_one", q))};
+}
+
+// ---- integer-preserving -----------------------------------------------------
+
+TPU_LOWERING(abs) {
+  Value x = ctx.tensor("self");
+  if (x.element() == ElementType::kPred) return {x};
+  return {un("abs", x)};
+}
+
+TPU_LOWERING(floor) {
+  Value x = ctx.tensor("self");
+  return {hlo::is_float(x.element()) ? un("floor", x) : x};
+}
+
+TPU_LOWERING(ceil) {
+  Value x = ctx.tensor("self");
+  return {hlo::is_float(x.element()) ? un("ceil", x) : x};
+}
+
+TPU_LOWERING(trunc) {
+  Value x = ctx.tensor("self");
+  return {hlo::is_float(x.element()) ? ew::trunc(x) : x};
+}
+TPU_LOWERING_ALIAS(fix, trunc);
+
+TPU_LOWERING(frac) {
+  Value x = ctx.operand("self", opmath(ctx.dtype_of("self")));
+  return {hlo::sub(x, ew::trunc(x))};
+}
+
+// round(self) and round.decimals(self, decimals): half to even.
+TPU_LOWERING(round) {
+  int64_t decimals = ctx.has("decimals") ? ctx.int_arg("decimals") : 0;
+  Value x = ctx.tensor("self");
+  if (!hlo::is_float(x.element())) return {x};
+  if (decimals == 0) return {un("round_nearest_even", x)};
+  x = hlo::convert(x, element_type(opmath(ctx.dtype_of("self"))));
+  Value p = cst(x, std::pow(10.0, static_cast<double>(decimals > 0 ? decimals : -decimals)));
+  if (decimals > 0) return {hlo::div(un("round_nearest_even", hlo::mul(x, p)), p)};
+  return {hlo::mul(un("round_nearest_even", hlo::div(x, p)), p)};
+}
+
+// sign(NaN) is 0 in PyTorch.
+TPU_LOWERING(sign) {
+  Value x = ctx.tensor("self");
+  if (x.element() == ElementType::kPred) return {x};
+  Value s = un("sign", x);
+  if (hlo::is_float(x.element())) s = hlo::select(is_nan(x), cst(x, 0), s);
+  return {s};
+}
+TPU_LOWERING_ALIAS(sgn, sign);
+
+TPU_LOWERING(signbit) {
+  Value x = ctx.tensor("self");
+  auto e = x.element();
+  if (!hlo::is_float(e)) {
+    if (!hlo::is_signed_int(e)) return {falses(ctx.b(), x)};
+    return {lt(x, 0)};
+  }
+  int bits = hlo::element_bits(e);
+  auto ie = bits == 16 ? ElementType::kI16 : bits == 32 ? ElementType::kI32 : ElementType::kI64;
+  return {lt(hlo::bitcast_convert(x, ie), 0)};
+}
+
+TPU_LOWERING(isnan) {
+  Value x = ctx.tensor("self");
+  if (!hlo::is_float(x.element())) return {falses(ctx.b(), x)};
+  return {is_nan(x)};
+}
+
+// nan_to_num(self, nan=0, posinf=max, neginf=lowest): float? arguments.
+TPU_LOWERING(nan_to_num) {
+  Value x = ctx.tensor("self");
+  if (!hlo::is_float(x.element())) return {x};
+  auto t = ctx.dtype_of("self");
+  double nan = ctx.opt_float("nan").value_or(0.0);
+  double posinf = ctx.opt_float("posinf").value_or(max_of(t));
+  double neginf = ctx.opt_float("neginf").value_or(-max_of(t));
+  Value inf = cst(x, std::numeric_limits<double>::infinity());
+  Value r = hlo::select(hlo::compare(x, inf, "EQ"), cst(x, posinf), x);
+  r = hlo::select(hlo::compare(x, hlo::neg(inf), "EQ"), cst(x, neginf), r);
+  return {hlo::select(is_nan(x), cst(x, nan), r)};
+}
+
+TPU_LOWERING(bitwise_not) { return {not_(ctx.tensor("self"))}; }
+
+TPU_LOWERING(logical_not) {
+  Value x = ctx.tensor("self");
+  return {hlo::compare(x, cst(x, 0), "EQ")};
+}
+
+// clamp(self, min?, max?) with Scalar or Tensor bounds; also clamp_min /
+// clamp_max (which have just one of them). NaN propagates.
+TPU_LOWERING(clamp) {
+  auto dims = out_dims(ctx, {"self", "min", "max"});
+  auto t = ctx.result_type({"self", "min", "max"});
+  if (t == at::kBool) t = at::kInt;
+  Value x = in(ctx, "self", t, dims);
+  if (!ctx.is_none("min")) x = nan_max(x, in(ctx, "min", t, dims));
+  if (!ctx.is_none("max")) x = nan_min(x, in(ctx, "max", t, dims));
+  return {x};
+}
+TPU_LOWERING_ALIAS(clamp_min, clamp);
+TPU_LOWERING_ALIAS(clamp_max, clamp);
+
+// where(condition, self, other): self and other are tensors or Scalars.
+TPU_LOWERING(where) {
+  auto dims = out_dims(ctx, {"condition", "self", "other"});
+  auto t = ctx.out_dtype().value_or(ctx.result_type({"self", "other"}));
+  Value c = in(ctx, "condition", at::kBool, dims);
+  return {hlo::select(c, in(ctx, "self", t, dims), in(ctx, "other", t, dims))};
+}
+
+// masked_fill(self, mask, value): value is a Scalar or a 0-dim tensor.
+TPU_LOWERING(masked_fill) {
+  Value x = ctx.tensor("self");
+  auto t = ctx.dtype_of("self");
+  auto dims = out_dims(ctx, {"self", "mask"});
+  x = hlo::broadcast_to(x, dims);
+  Value m = in(ctx, "mask", at::kBool, dims);
+  return {hlo::select(m, in(ctx, "value", t, dims), x)};
+}
+
+}  // namespace torch_tpu::lowering

@@ -1,0 +1,134 @@
+"""The `tpu` device as PyTorch users meet it: registration, torch.tpu,
+transfers, printing, autoload."""
+
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from utils import assert_close, make
+
+
+def test_device_string_and_methods():
+    t = torch.ones(2, 3, device="tpu")
+    assert t.device.type == "tpu" and t.device.index == 0
+    assert t.is_tpu
+    assert torch.device("tpu:0") == t.device
+    x = make((3,))
+    assert x.tpu().is_tpu
+    m = torch.nn.Linear(2, 2).tpu()
+    assert m.weight.is_tpu
+
+
+def test_device_module():
+    assert torch.tpu.is_available()
+    assert torch.tpu.device_count() >= 1
+    assert torch.tpu.current_device() == 0
+    torch.tpu.set_device(0)
+    with torch.tpu.device(0):
+        assert torch.tpu.current_device() == 0
+    name = torch.tpu.get_device_name()
+    assert "TPU" in name or "tpu" in name
+    assert torch.tpu.get_device_properties(0).total_memory >= 0
+    torch.tpu.synchronize()
+    assert torch.tpu.is_initialized()
+
+
+def test_accelerator_is_tpu():
+    assert torch.accelerator.current_accelerator().type == "tpu"
+    assert torch.accelerator.device_count() >= 1
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.int32, torch.int64, torch.bool])
+def test_round_trip(dtype):
+    x = make((5, 7), dtype)
+    y = x.to("tpu")
+    assert y.dtype == dtype and y.shape == x.shape
+    assert torch.equal(y.cpu(), x)
+
+
+def test_item_tolist_numpy():
+    x = make((4,))
+    y = x.to("tpu")
+    assert y[2].item() == x[2].item()
+    assert y.tolist() == x.tolist()
+    assert (y.cpu().numpy() == x.numpy()).all()
+
+
+def test_dtype_conversion_on_copy():
+    x = make((6,))
+    y = x.to("tpu").to(torch.int32)
+    assert y.device.type == "tpu" and y.dtype == torch.int32
+    assert torch.equal(y.cpu(), x.to(torch.int32))
+    z = x.to("tpu", torch.bfloat16)
+    assert torch.equal(z.cpu(), x.to(torch.bfloat16))
+
+
+def test_copy_into_views_both_ways():
+    base = torch.zeros(4, 5, device="tpu")
+    src = make((5, 4))
+    base.t().copy_(src)  # CPU -> strided tpu view
+    assert_close(base, src.t())
+    out = torch.empty(5, 4)
+    out.copy_(base.t())  # strided tpu view -> CPU
+    assert torch.equal(out, src)
+
+
+def test_printing_shows_device():
+    s = repr(torch.arange(3, device="tpu"))
+    assert "device='tpu:0'" in s and "0, 1, 2" in s
+
+
+def test_factories_on_device():
+    assert torch.equal(torch.zeros(3, device="tpu").cpu(), torch.zeros(3))
+    assert torch.equal(torch.ones(2, 2, device="tpu", dtype=torch.int64).cpu(), torch.ones(2, 2, dtype=torch.int64))
+    assert torch.equal(torch.full((2,), 7.5, device="tpu").cpu(), torch.full((2,), 7.5))
+    assert torch.equal(torch.arange(10, device="tpu").cpu(), torch.arange(10))
+    assert_close(torch.arange(0, 1, 0.1, device="tpu"), torch.arange(0, 1, 0.1))
+    assert_close(torch.linspace(-3, 1, 13, device="tpu"), torch.linspace(-3, 1, 13))
+    assert torch.equal(torch.eye(3, 4, device="tpu").cpu(), torch.eye(3, 4))
+    assert torch.empty(0, device="tpu").numel() == 0
+
+
+def _run(code, **env):
+    import os
+
+    e = dict(os.environ)
+    e.update(env)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=e, timeout=300)
+
+
+def test_autoload_without_import_and_lazy_runtime():
+    # `import torch` alone registers "tpu" but does not start XLA (jax).
+    r = _run(
+        "import sys, torch\n"
+        "assert 'jax' not in sys.modules, 'jax imported at torch import'\n"
+        "t = torch.ones(2, device='tpu')\n"
+        "assert 'jax' in sys.modules\n"
+        "print(t.cpu().tolist())\n"
+    )
+    assert r.returncode == 0, r.stderr
+    assert "[1.0, 1.0]" in r.stdout
+
+
+def test_virtual_devices():
+    r = _run(
+        "import torch\n"
+        "assert torch.tpu.device_count() == 2, torch.tpu.device_count()\n"
+        "a = torch.ones(3, device='tpu:1')\n"
+        "b = (a + a).cpu()\n"
+        "assert a.device.index == 1\n"
+        "c = a.to('tpu:0')\n"
+        "assert c.device.index == 0 and c.cpu().tolist() == [1.0, 1.0, 1.0]\n"
+        "try:\n"
+        "    a + c\n"
+        "except RuntimeError as e:\n"
+        "    assert 'same device' in str(e)\n"
+        "else:\n"
+        "    raise AssertionError('no error')\n"
+        "print('ok', b.tolist())\n",
+        TORCH_TPU_NUM_DEVICES="2",
+    )
+    assert r.returncode == 0, r.stderr
+    assert "ok [2.0, 2.0, 2.0]" in r.stdout

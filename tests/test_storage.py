@@ -1,0 +1,99 @@
+"""Storage and views: views share storage, writes through one are seen by
+the others, in-place and out= update the storage, memory is released."""
+
+import gc
+
+import pytest
+import torch
+
+from utils import assert_close, make
+
+
+def test_view_write_is_seen_by_base():
+    x = make((4, 6))
+    cpu = x.clone()
+    t = x.to("tpu")
+    v = t[1:3, ::2]
+    v.add_(10)
+    cpu[1:3, ::2].add_(10)
+    assert_close(t, cpu)
+
+
+def test_base_write_is_seen_by_view():
+    t = torch.zeros(3, 4, device="tpu")
+    col = t[:, 1]
+    row = t.view(12)
+    t.fill_(2)
+    assert col.cpu().tolist() == [2.0, 2.0, 2.0]
+    t[0, 1] = 5  # index_put / copy_ into a select view
+    assert col[0].item() == 5
+    assert row[1].item() == 5
+
+
+def test_views_are_metadata_only():
+    t = torch.ones(4, 4, device="tpu")
+    before = torch.tpu.memory_allocated()
+    views = [t.t(), t.view(16), t[1:], t.unsqueeze(0), t.expand(2, 4, 4), t.permute(1, 0), t.transpose(0, 1)]
+    assert torch.tpu.memory_allocated() == before
+    for v in views:
+        assert v.untyped_storage().data_ptr() == t.untyped_storage().data_ptr()
+
+
+def test_data_ptrs_unique_and_stable():
+    a = torch.ones(10, device="tpu")
+    b = torch.ones(10, device="tpu")
+    pa = a.data_ptr()
+    a.add_(1)
+    assert a.data_ptr() == pa
+    assert a.data_ptr() != b.data_ptr()
+    assert a[3:].data_ptr() == pa + 3 * 4
+
+
+def test_out_and_resize():
+    out = torch.empty(0, device="tpu")
+    a, b = make((3, 4)), make((3, 4), seed=1)
+    torch.add(a.to("tpu"), b.to("tpu"), out=out)
+    assert out.shape == (3, 4)
+    assert_close(out, a + b)
+
+
+def test_partial_overlap_in_place_raises_like_cpu():
+    x = make((5, 5))
+    with pytest.raises(RuntimeError) as cpu_err:
+        x.t().add_(x)
+    t = x.to("tpu")
+    with pytest.raises(type(cpu_err.value), match="single memory location"):
+        t.t().add_(t)
+    assert_close(t, x)
+
+
+def test_write_through_transposed_view():
+    x = make((4, 5))
+    t = x.to("tpu")
+    t.t().copy_(x.t() * 3)
+    assert_close(t, x * 3)
+
+
+def test_memory_released_after_del():
+    torch.tpu.synchronize()
+    gc.collect()
+    start = torch.tpu.memory_allocated()
+    t = torch.ones(1024, 256, device="tpu")
+    assert torch.tpu.memory_allocated() == start + 1024 * 256 * 4
+    peak = torch.tpu.max_memory_allocated()
+    assert peak >= start + 1024 * 256 * 4
+    del t
+    gc.collect()
+    assert torch.tpu.memory_allocated() == start
+    torch.tpu.reset_peak_memory_stats()
+    assert torch.tpu.max_memory_allocated() == start
+    stats = torch.tpu.memory_stats()
+    assert stats["allocated_bytes.all.current"] == start
+    torch.tpu.empty_cache()
+
+
+def test_empty_then_partial_write_reads_zeros_elsewhere():
+    # An unwritten storage has defined (zero) contents on tpu.
+    t = torch.empty(4, device="tpu")
+    t[1:3].fill_(1)
+    assert t[1:3].cpu().tolist() == [1.0, 1.0]
