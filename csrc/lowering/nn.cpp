@@ -3,6 +3,8 @@
 // 2d, + backward), mse_loss (+ backward). Half-precision inputs are computed
 // in f32 and rounded at the end, like CPU's accumulate types.
 #include <c10/util/Exception.h>
+#include <ATen/ops/ones.h>
+#include <ATen/ops/zeros.h>
 #include <torch/library.h>
 
 #include <numeric>
@@ -20,6 +22,7 @@ namespace {
 [[maybe_unused]] Value full_v(Builder& b, ElementType e, Dims dims, double v) { return hlo::full(b, e, dims, v); }
 [[maybe_unused]] Value zeros_v(Value x) { return full_v(x.builder(), x.element(), x.dims(), 0); }
 [[maybe_unused]] Value bcast_v(Value x, Dims dims) { return hlo::broadcast_to(x, dims); }
+[[maybe_unused]] Value bdim_v(Value x, Dims dims, Dims bd) { return hlo::broadcast_in_dim(x, dims, bd); }
 
 
 ElementType acc_type(ElementType e) {
@@ -127,7 +130,7 @@ TPU_LOWERING(native_layer_norm) {
   int64_t axis = rank - k;
   TORCH_CHECK(axis >= 0, "native_layer_norm: normalized_shape has more dims than the input");
   Dims red = range_dims(axis, rank);
-  Dims norm_dims(x.dims().begin() + axis, x.dims().end());
+  Dims xdims = x.dims();
   int64_t n = prod(x.dims(), axis);
   Value inv_n = fill_like(x, 1.0 / static_cast<double>(n));
   Value mean = hlo::mul(reduce_keep(x, red, hlo::ReduceKind::kSum), inv_n);
@@ -137,9 +140,9 @@ TPU_LOWERING(native_layer_norm) {
   Value rstd = hlo::unary("rsqrt", hlo::add(var, eps));
   Value y = hlo::mul(xc, rstd);
   if (ctx.is_tensor("weight"))
-    y = hlo::mul(y, hlo::broadcast_in_dim(hlo::convert(ctx.tensor("weight"), ce), x.dims(), red));
+    y = hlo::mul(y, bdim_v(hlo::convert(ctx.tensor("weight"), ce), xdims, red));
   if (ctx.is_tensor("bias"))
-    y = hlo::add(y, hlo::broadcast_in_dim(hlo::convert(ctx.tensor("bias"), ce), x.dims(), red));
+    y = hlo::add(y, bdim_v(hlo::convert(ctx.tensor("bias"), ce), xdims, red));
   // mean / rstd: input.shape[:axis] + [1] * k.
   Dims stat_dims(x.dims().begin(), x.dims().begin() + axis);
   Dims zeros(rank, 0), lim = x.dims();
@@ -167,17 +170,18 @@ TPU_LOWERING(native_layer_norm_backward) {
   int64_t axis = rank - k;
   Dims red = range_dims(axis, rank);
   Dims batch = range_dims(0, axis);
+  Dims xdims = x.dims();
   Dims stat_dims(x.dims().begin(), x.dims().begin() + axis);
   int64_t n = prod(x.dims(), axis);
   auto stat = [&](const char* name) {
     Value s = hlo::reshape(hlo::convert(ctx.tensor(name), ce), stat_dims);
-    return hlo::broadcast_in_dim(s, x.dims(), batch);
+    return bdim_v(s, xdims, batch);
   };
   Value mean = stat("mean"), rstd = stat("rstd");
   Value xhat = hlo::mul(hlo::sub(x, mean), rstd);
   bool has_w = ctx.is_tensor("weight");
   Value gw = g;
-  if (has_w) gw = hlo::mul(g, hlo::broadcast_in_dim(hlo::convert(ctx.tensor("weight"), ce), x.dims(), red));
+  if (has_w) gw = hlo::mul(g, bdim_v(hlo::convert(ctx.tensor("weight"), ce), xdims, red));
   auto mask = ctx.arg("output_mask").toBoolList();
 
   std::vector<Value> out(3);
@@ -224,9 +228,8 @@ TPU_LOWERING(embedding_dense_backward) {
   g = hlo::select(keep2, g, full_v(b, ce, {kidx, d}, 0));
   Value idx2 = hlo::reshape(i1, {kidx, 1});
   if (ctx.bool_arg("scale_grad_by_freq")) {
-    Value counts = hlo::scatter_1d(full_v(b, ce, {num_weights}, 0), idx2, full_v(b, ce, {kidx}, 1), "add");
-    Value c = hlo::gather_1d(counts, idx2);  // [kidx, 1]
-    c = hlo::reshape(c, {kidx});
+    Value counts = hlo::scatter_1d(full_v(b, ce, {num_weights}, 0), i1, full_v(b, ce, {kidx}, 1), "add");
+    Value c = hlo::gather_1d(counts, i1);  // [kidx]
     g = hlo::div(g, hlo::broadcast_in_dim(c, {kidx, d}, {0}));
   }
   hlo::ScatterDims sd;
@@ -298,7 +301,7 @@ NllParts nll_parts(LowerCtx& ctx) {
                          "NE");
   Value w;
   if (ctx.is_tensor("weight")) {
-    Value wb = hlo::broadcast_in_dim(hlo::convert(ctx.tensor("weight"), ce), p.x.dims(), {p.cdim});
+    Value wb = bdim_v(hlo::convert(ctx.tensor("weight"), ce), p.x.dims(), {p.cdim});
     w = hlo::reduce(hlo::select(p.onehot, wb, zeros_v(wb)), {p.cdim}, hlo::ReduceKind::kSum);
   } else {
     w = full_v(b, ce, tdims, 1);
@@ -393,8 +396,37 @@ TPU_LOWERING(mse_loss_backward) {
 // native_layer_norm has a CompositeExplicitAutograd kernel (a batch_norm
 // decomposition) that would shadow the boxed fallback, so route it to the
 // lowering engine explicitly.
+//
+// native_layer_norm_backward returns undefined tensors for outputs that
+// output_mask leaves out (or whose weight/bias is None), which the execution
+// layer cannot represent yet (it needs a dtype for every output). Until it
+// can, this kernel asks for all three outputs, with a stand-in weight and
+// bias where they are None (ones and zeros: the input gradient is the same),
+// and drops the unwanted ones afterwards.
 namespace torch_tpu::aten {
+namespace {
+
+void layer_norm_backward_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const size_t n = op.schema().arguments().size();
+  auto base = stack->size() - n;
+  const at::Tensor input = (*stack)[base + 1].toTensor();
+  std::vector<int64_t> norm_shape;
+  for (const auto& v : (*stack)[base + 2].toListRef()) norm_shape.push_back(v.isSymInt() ? v.toSymInt().guard_int(__FILE__, __LINE__) : v.toInt());
+  auto mask_list = (*stack)[base + 7].toBoolList();
+  bool mask[3] = {mask_list[0], mask_list[1], mask_list[2]};
+  auto defined = [](const c10::IValue& v) { return v.isTensor() && v.toTensor().defined(); };
+  if (!defined((*stack)[base + 5])) (*stack)[base + 5] = at::ones(norm_shape, input.options());
+  if (!defined((*stack)[base + 6])) (*stack)[base + 6] = at::zeros(norm_shape, input.options());
+  (*stack)[base + 7] = c10::List<bool>({true, true, true});
+  exec::run_lowered_op(op, stack);
+  for (int i = 0; i < 3; ++i)
+    if (!mask[i]) (*stack)[stack->size() - 3 + i] = at::Tensor();
+}
+
+}  // namespace
+
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("native_layer_norm", torch::CppFunction::makeFromBoxedFunction<&exec::run_lowered_op>());
+  m.impl("native_layer_norm_backward", torch::CppFunction::makeFromBoxedFunction<&layer_norm_backward_kernel>());
 }
 }  // namespace torch_tpu::aten
