@@ -108,4 +108,68 @@ TPU_LOWERING(index_put) {
 }
 TPU_LOWERING_ALIAS(_index_put_impl, index_put);
 
+namespace {
+
+// scatter / scatter_add: element (i, j, ...) of src goes to self at the same
+// coordinates except along `dim`, where index[i, j, ...] says where.
+Value scatter_along_dim(LowerCtx& ctx, const char* combine) {
+  Value self = ctx.tensor("self");
+  int64_t rank = self.rank();
+  int64_t dim = rank == 0 ? 0 : c10::maybe_wrap_dim(ctx.int_arg("dim"), rank);
+  Value index = hlo::convert(ctx.tensor("index"), ElementType::kI64);
+  Dims shape = index.dims();
+  if (index.type().numel() == 0) return {self};
+  auto& b = ctx.b();
+  at::ScalarType t = ctx.tensor_arg("self").scalar_type();
+  Value updates;
+  if (ctx.is_tensor("src")) {
+    Value src = ctx.operand("src", t);
+    updates = hlo::slice(src, Dims(src.rank(), 0), shape);
+  } else {
+    updates = hlo::broadcast_to(ctx.operand("value", t), shape);
+  }
+  if (rank == 0) return {hlo::reshape(updates, {})};
+  Dims coord_shape = shape;
+  coord_shape.push_back(1);
+  std::vector<Value> coords;
+  for (int64_t d = 0; d < rank; ++d) {
+    Value c;
+    if (d == dim) {
+      Value size = hlo::full(b, ElementType::kI64, shape, static_cast<double>(self.dim(d)));
+      Value neg = hlo::compare(index, hlo::full(b, ElementType::kI64, shape, 0), "LT");
+      c = hlo::select(neg, hlo::add(index, size), index);
+    } else {
+      c = hlo::iota(b, ElementType::kI64, shape, d);
+    }
+    coords.push_back(hlo::reshape(c, coord_shape));
+  }
+  hlo::ScatterDims sd;
+  for (int64_t d = 0; d < rank; ++d) {
+    sd.inserted_window_dims.push_back(d);
+    sd.scatter_dims_to_operand_dims.push_back(d);
+  }
+  sd.index_vector_dim = rank;
+  return hlo::scatter(self, hlo::concatenate(coords, rank), updates, sd, combine);
+}
+
+}  // namespace
+
+// scatter(self, dim, index, src | value, reduce=None|"add"|"multiply")
+TPU_LOWERING(scatter) {
+  const char* combine = nullptr;
+  if (ctx.has("reduce") && !ctx.is_none("reduce")) {
+    std::string r = ctx.str_arg("reduce");
+    TORCH_CHECK(r == "add" || r == "multiply", ctx.op_name(), ": reduce argument must be either add or multiply, got ",
+                r);
+    bool pred = ctx.tensor_arg("self").scalar_type() == at::kBool;
+    combine = r == "add" ? (pred ? "or" : "add") : (pred ? "and" : "multiply");
+  }
+  return {scatter_along_dim(ctx, combine)};
+}
+
+TPU_LOWERING(scatter_add) {
+  bool pred = ctx.tensor_arg("self").scalar_type() == at::kBool;
+  return {scatter_along_dim(ctx, pred ? "or" : "add")};
+}
+
 }  // namespace torch_tpu::lowering

@@ -46,3 +46,20 @@ def test_index_backward_accumulates_duplicates():
     xc[idx].sum().backward()
     xt[idx.to("tpu")].sum().backward()
     torch.testing.assert_close(xt.grad.cpu(), xc.grad)
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_scatter_and_scatter_add(dim):
+    x = make((4, 5))
+    src = make((4, 5), seed=2)
+    idx = torch.randint(0, x.shape[dim], (3, 4), generator=torch.Generator().manual_seed(1))
+    # scatter without reduce leaves duplicate destinations unspecified: use
+    # a permutation along dim for it.
+    perm = torch.stack([torch.randperm(x.shape[dim], generator=torch.Generator().manual_seed(i))[:4]
+                        for i in range(3)]) if dim != 0 else torch.randperm(4)[:3].unsqueeze(1).expand(3, 4)
+    if dim == 0:
+        check(lambda a, s, i: a.scatter(0, i, s), x, src, perm.contiguous())
+    else:
+        check(lambda a, s, i: a.scatter(dim, i, s), x, src, perm[:, :4].contiguous())
+    check(lambda a, s, i: a.scatter_add(dim, i, s), x, src, idx)
+    check(lambda a, i: a.scatter(dim, i, 2.5), x, idx[:, :1].contiguous() if dim != 0 else perm[:, :1].contiguous())

@@ -13,20 +13,11 @@ from utils import assert_close, check, make, noncontiguous
 F32, BF16, I64, I32 = torch.float32, torch.bfloat16, torch.int64, torch.int32
 DTYPES = [F32, BF16, I64]
 
-# Ops this family lowers; a missing op of another family (written in
-# parallel) skips the test instead of failing it.
-MINE = {"mm", "bmm", "addmm", "baddbmm", "addbmm", "mv", "addmv", "dot", "vdot", "sum", "mean"}
-_MISSING = re.compile(r"aten::(\w+?)(?:\.\w+)? has no tpu lowering")
 
 
 def run_or_skip(fn):
-    try:
-        return fn()
-    except NotImplementedError as e:
-        m = _MISSING.search(str(e))
-        if m and m.group(1).rstrip("_") not in MINE:
-            pytest.skip(f"needs aten::{m.group(1)}, lowered by another family")
-        raise
+    # Every family is merged now, so a missing lowering fails the test.
+    return fn()
 
 
 def check_grad(fn, *inputs, atol=None, rtol=None):
