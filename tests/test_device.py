@@ -132,3 +132,9 @@ def test_virtual_devices():
     )
     assert r.returncode == 0, r.stderr
     assert "ok [2.0, 2.0, 2.0]" in r.stdout
+
+
+def test_import_torch_tpu_first():
+    r = _run("import torch_tpu, torch\nprint(torch.ones(2, device='tpu').cpu().tolist())\n")
+    assert r.returncode == 0, r.stderr
+    assert "[1.0, 1.0]" in r.stdout

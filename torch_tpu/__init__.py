@@ -7,7 +7,16 @@ backend to "tpu" and installs `torch.tpu`. XLA (through jax) starts only on
 first device use.
 """
 
-import torch
+
+def _autoload():
+    """Entry point PyTorch calls at `import torch`; importing did the work.
+
+    Defined before `import torch` so that `import torch_tpu` as the first
+    import works: torch then autoloads this half-initialised module and only
+    needs this function to exist."""
+
+
+import torch  # noqa: E402
 
 from . import _C  # noqa: F401  (registers the C++ backend)
 
@@ -38,7 +47,3 @@ def _format_on_host(tensor_str):
 torch._tensor_str._tensor_str = _format_on_host(torch._tensor_str._tensor_str)
 
 __all__ = ["tpu"]
-
-
-def _autoload():
-    """Entry point PyTorch calls at `import torch`; importing did the work."""
