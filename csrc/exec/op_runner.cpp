@@ -273,7 +273,7 @@ std::shared_ptr<Program> compile_op(const c10::OperatorHandle& op, std::vector<c
   lowering::Rule rule = lowering::find_rule(name);
   TORCH_CHECK_NOT_IMPLEMENTED(rule != nullptr, "torch_tpu: ", full_name(schema),
                               " has no tpu lowering yet (called with ", describe_tensors(args),
-                              "). Please report it; set TORCH_TPU_CPU_FALLBACK=1 to run it on the CPU instead.");
+                              "); no CPU fallback is taken.");
 
   auto prog = std::make_shared<Program>();
   prog->device = device;
