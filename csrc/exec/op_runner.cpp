@@ -150,7 +150,7 @@ struct Write {
   at::ScalarType dtype;
 };
 struct NewOut {
-  int result;
+  int result;  // -1: an undefined tensor
   at::ScalarType dtype;
   std::vector<int64_t> sizes;
 };
@@ -235,7 +235,9 @@ MetaResult run_meta(const c10::OperatorHandle& op, const std::vector<c10::IValue
   }
   r.known = true;
   for (const auto& v : stack) {
-    if (v.isTensor()) {
+    if (v.isNone() || (v.isTensor() && !v.toTensor().defined())) {
+      r.returns.push_back(OutputMeta{at::ScalarType::Undefined, {}, false});
+    } else if (v.isTensor()) {
       const auto& t = v.toTensor();
       r.returns.push_back(OutputMeta{t.scalar_type(), t.sizes().vec()});
     } else if (v.isTensorList()) {
@@ -352,6 +354,10 @@ std::shared_ptr<Program> compile_op(const c10::OperatorHandle& op, std::vector<c
   };
   auto new_output = [&](size_t slot) {
     Value v = take();
+    if (slot < slots.size() && slots[slot] && !slots[slot]->defined) {
+      prog->news.push_back(NewOut{-1, at::ScalarType::Undefined, {}});
+      return;
+    }
     at::ScalarType dtype = slot < slots.size() && slots[slot] ? slots[slot]->dtype : lowering::scalar_type(v.element());
     std::vector<int64_t> sizes = slot < slots.size() && slots[slot] ? slots[slot]->sizes : v.dims();
     v = fit(v, dtype, sizes);
@@ -492,6 +498,10 @@ void run_program(const Program& prog, std::vector<c10::IValue>& args, torch::jit
   std::vector<at::Tensor> news;
   news.reserve(prog.news.size());
   for (const auto& n : prog.news) {
+    if (n.result < 0) {  // the op leaves this output undefined
+      news.emplace_back();
+      continue;
+    }
     at::Tensor t = empty_tensor(n.sizes, n.dtype, static_cast<c10::DeviceIndex>(prog.device));
     auto& sb = device::storage_buffer(t.storage());
     sb.buffer = outs[n.result];

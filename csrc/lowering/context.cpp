@@ -206,12 +206,12 @@ Value LowerCtx::rng_key() {
 }
 
 std::optional<at::ScalarType> LowerCtx::out_dtype(int i) const {
-  if (i >= num_outputs() || !out_meta_[i]) return std::nullopt;
+  if (i >= num_outputs() || !out_meta_[i] || !out_meta_[i]->defined) return std::nullopt;
   return out_meta_[i]->dtype;
 }
 
 std::optional<std::vector<int64_t>> LowerCtx::out_sizes(int i) const {
-  if (i >= num_outputs() || !out_meta_[i]) return std::nullopt;
+  if (i >= num_outputs() || !out_meta_[i] || !out_meta_[i]->defined) return std::nullopt;
   return out_meta_[i]->sizes;
 }
 

@@ -35,8 +35,11 @@ struct ParamSource {
 };
 
 struct OutputMeta {
-  at::ScalarType dtype;
+  at::ScalarType dtype = at::ScalarType::Undefined;
   std::vector<int64_t> sizes;
+  // False where the op returns None / an undefined tensor (e.g. a gradient
+  // that output_mask leaves out): the rule's value there is dropped.
+  bool defined = true;
 };
 
 class LowerCtx {
@@ -83,7 +86,8 @@ class LowerCtx {
 
   // ---- outputs ----------------------------------------------------------------
   int num_outputs() const { return static_cast<int>(out_meta_.size()); }
-  // dtype / sizes of output i from the meta kernel (nullopt if unknown).
+  // dtype / sizes of output i from the meta kernel (nullopt if unknown or
+  // if the op leaves that output undefined).
   std::optional<at::ScalarType> out_dtype(int i = 0) const;
   std::optional<std::vector<int64_t>> out_sizes(int i = 0) const;
   // PyTorch's promoted type of the named tensor/Scalar arguments.

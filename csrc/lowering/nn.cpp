@@ -3,13 +3,9 @@
 // 2d, + backward), mse_loss (+ backward). Half-precision inputs are computed
 // in f32 and rounded at the end, like CPU's accumulate types.
 #include <c10/util/Exception.h>
-#include <ATen/ops/ones.h>
-#include <ATen/ops/zeros.h>
-#include <torch/library.h>
 
 #include <numeric>
 
-#include "exec/op_runner.h"
 #include "lowering/random_util.h"
 #include "lowering/registry.h"
 
@@ -185,14 +181,9 @@ TPU_LOWERING(native_layer_norm_backward) {
   auto mask = ctx.arg("output_mask").toBoolList();
 
   std::vector<Value> out(3);
-  // The execution layer matches results to the meta kernel's defined
-  // outputs in order, so an output left out by output_mask gets a zero
-  // value of whatever shape the slot at its position has.
-  auto placeholder = [&](int i) {
-    auto sz = ctx.out_sizes(i);
-    auto dt = ctx.out_dtype(i);
-    return full_v(ctx.b(), dt ? element_type(*dt) : in.element(), sz ? *sz : Dims{}, 0);
-  };
+  // Outputs that output_mask leaves out are undefined in the meta result;
+  // the execution layer drops the value returned for them.
+  auto placeholder = [&](int) { return hlo::constant(ctx.b(), in.element(), 0); };
   if (mask[0]) {
     Value s1 = reduce_keep(gw, red, hlo::ReduceKind::kSum);
     Value s2 = reduce_keep(hlo::mul(gw, xhat), red, hlo::ReduceKind::kSum);
@@ -392,41 +383,3 @@ TPU_LOWERING(mse_loss_backward) {
 }
 
 }  // namespace torch_tpu::lowering
-
-// native_layer_norm has a CompositeExplicitAutograd kernel (a batch_norm
-// decomposition) that would shadow the boxed fallback, so route it to the
-// lowering engine explicitly.
-//
-// native_layer_norm_backward returns undefined tensors for outputs that
-// output_mask leaves out (or whose weight/bias is None), which the execution
-// layer cannot represent yet (it needs a dtype for every output). Until it
-// can, this kernel asks for all three outputs, with a stand-in weight and
-// bias where they are None (ones and zeros: the input gradient is the same),
-// and drops the unwanted ones afterwards.
-namespace torch_tpu::aten {
-namespace {
-
-void layer_norm_backward_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
-  const size_t n = op.schema().arguments().size();
-  auto base = stack->size() - n;
-  const at::Tensor input = (*stack)[base + 1].toTensor();
-  std::vector<int64_t> norm_shape;
-  for (const auto& v : (*stack)[base + 2].toListRef()) norm_shape.push_back(v.isSymInt() ? v.toSymInt().guard_int(__FILE__, __LINE__) : v.toInt());
-  auto mask_list = (*stack)[base + 7].toBoolList();
-  bool mask[3] = {mask_list[0], mask_list[1], mask_list[2]};
-  auto defined = [](const c10::IValue& v) { return v.isTensor() && v.toTensor().defined(); };
-  if (!defined((*stack)[base + 5])) (*stack)[base + 5] = at::ones(norm_shape, input.options());
-  if (!defined((*stack)[base + 6])) (*stack)[base + 6] = at::zeros(norm_shape, input.options());
-  (*stack)[base + 7] = c10::List<bool>({true, true, true});
-  exec::run_lowered_op(op, stack);
-  for (int i = 0; i < 3; ++i)
-    if (!mask[i]) (*stack)[stack->size() - 3 + i] = at::Tensor();
-}
-
-}  // namespace
-
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("native_layer_norm", torch::CppFunction::makeFromBoxedFunction<&exec::run_lowered_op>());
-  m.impl("native_layer_norm_backward", torch::CppFunction::makeFromBoxedFunction<&layer_norm_backward_kernel>());
-}
-}  // namespace torch_tpu::aten
