@@ -200,8 +200,15 @@ std::vector<Value> LowerCtx::tensor_list(std::string_view name) {
 
 Value LowerCtx::rng_key() {
   if (rng_.valid()) return rng_;
-  rng_ = builder_.parameter(hlo::TensorType{ElementType::kU64, {2}});
+  Value pair = builder_.parameter(hlo::TensorType{ElementType::kU64, {2}});
   params_.push_back({ParamSource::kRngKey, index_of("generator"), -1, at::kUInt64});
+  // The generator hands out (seed, offset) with the offset advancing by one
+  // per call. ThreeFry reads the second word as a counter, so used directly
+  // consecutive calls would see one stream shifted by a block. One ThreeFry
+  // block of the pair (a bijection of offset for a fixed seed) becomes the
+  // key of a fresh stream starting at counter 0.
+  Value hashed = hlo::rng_bit_generator(pair, {1}, ElementType::kU64).second;
+  rng_ = hlo::concatenate({hashed, hlo::full(builder_, ElementType::kU64, {1}, 0)}, 0);
   return rng_;
 }
 

@@ -81,7 +81,8 @@ class LowerCtx {
   // Elements of a Tensor[] / Tensor?[] argument; absent entries are invalid
   // Values.
   std::vector<Value> tensor_list(std::string_view name);
-  // A random key (tensor<2xui64>) fed from the op's generator.
+  // A random key (tensor<2xui64>) fed from the op's generator: a fresh,
+  // independent stream for every call of the op.
   Value rng_key();
 
   // ---- outputs ----------------------------------------------------------------

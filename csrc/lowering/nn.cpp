@@ -244,7 +244,7 @@ TPU_LOWERING(native_dropout) {
   ElementType ce = in.element() == ElementType::kF64 ? ElementType::kF64 : ElementType::kF32;
   double p1m = 1.0 - p;
   double scale = p1m == 0 ? 0.0 : 1.0 / p1m;
-  Value u = uniform01(fresh_rng_key(ctx), in.dims(), ce);
+  Value u = uniform01(ctx.rng_key(), in.dims(), ce);
   Value mask = hlo::compare(u, full_v(b, ce, in.dims(), p1m), "LT");
   Value x = hlo::convert(in, ce);
   // input * mask * scale, so a dropped nan/inf still gives nan like CPU.

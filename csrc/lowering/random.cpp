@@ -47,20 +47,6 @@ at::ScalarType out_type(LowerCtx& ctx) {
 
 }  // namespace
 
-// The generator hands every op call the key (seed, offset) with the offset
-// advancing by one per call. ThreeFry treats the second word as a counter,
-// so feeding that key straight to rng_bit_generator would make consecutive
-// calls see the same stream shifted by one block. Hash the pair first: one
-// ThreeFry block of (seed, offset) is a bijection of offset for a fixed
-// seed, and becomes the key of a fresh stream starting at counter 0.
-Value fresh_rng_key(LowerCtx& ctx) {
-  Value key = ctx.rng_key();
-  auto [state, h] = hlo::rng_bit_generator(key, {1}, ElementType::kU64);
-  (void)state;
-  Value zero = full_v(ctx.b(), ElementType::kU64, {1}, 0);
-  return hlo::concatenate({h, zero}, 0);
-}
-
 Value uniform_bits_to_float(Value bits, ElementType e) {
   Builder& b = bits.builder();
   Dims dims = bits.dims();
@@ -104,7 +90,7 @@ TPU_LOWERING(uniform) {
   ElementType ce = compute_float(t);
   at::ScalarType cs = scalar_type(ce);
   Dims dims = out_dims(ctx);
-  Value u = uniform01(fresh_rng_key(ctx), dims, ce);
+  Value u = uniform01(ctx.rng_key(), dims, ce);
   Value from = bcast_v(ctx.operand("from", cs), dims);
   Value to = bcast_v(ctx.operand("to", cs), dims);
   Value r = hlo::add(from, hlo::mul(u, hlo::sub(to, from)));
@@ -125,7 +111,7 @@ TPU_LOWERING(normal) {
   ElementType ce = compute_float(t);
   at::ScalarType cs = scalar_type(ce);
   Dims dims = out_dims(ctx);
-  Value z = standard_normal(fresh_rng_key(ctx), dims, ce);
+  Value z = standard_normal(ctx.rng_key(), dims, ce);
   Value mean = bcast_v(ctx.operand("mean", cs), dims);
   Value std = bcast_v(ctx.operand("std", cs), dims);
   return {hlo::add(mean, hlo::mul(z, std))};
@@ -136,7 +122,7 @@ TPU_LOWERING(log_normal) {
   ElementType ce = compute_float(t);
   at::ScalarType cs = scalar_type(ce);
   Dims dims = out_dims(ctx);
-  Value z = standard_normal(fresh_rng_key(ctx), dims, ce);
+  Value z = standard_normal(ctx.rng_key(), dims, ce);
   Value mean = bcast_v(ctx.operand("mean", cs), dims);
   Value std = bcast_v(ctx.operand("std", cs), dims);
   return {hlo::unary("exponential", hlo::add(mean, hlo::mul(z, std)))};
@@ -153,7 +139,7 @@ TPU_LOWERING(bernoulli) {
   else
     p = hlo::convert(ctx.tensor("self"), ce);
   p = bcast_v(p, dims);
-  Value u = uniform01(fresh_rng_key(ctx), dims, ce);
+  Value u = uniform01(ctx.rng_key(), dims, ce);
   return {hlo::compare(u, p, "LT")};
 }
 
@@ -161,7 +147,7 @@ TPU_LOWERING(exponential) {
   at::ScalarType t = out_type(ctx);
   ElementType ce = compute_float(t);
   Dims dims = out_dims(ctx);
-  Value u = uniform01(fresh_rng_key(ctx), dims, ce);
+  Value u = uniform01(ctx.rng_key(), dims, ce);
   Value lambd = bcast_v(ctx.operand("lambd", scalar_type(ce)), dims);
   // -log(1 - u) / lambda with 1 - u in (0, 1].
   Value l = hlo::unary("log_plus_one", hlo::neg(u));
@@ -172,7 +158,7 @@ TPU_LOWERING(geometric) {
   at::ScalarType t = out_type(ctx);
   ElementType ce = compute_float(t);
   Dims dims = out_dims(ctx);
-  Value u = uniform01(fresh_rng_key(ctx), dims, ce);
+  Value u = uniform01(ctx.rng_key(), dims, ce);
   Value p = bcast_v(ctx.operand("p", scalar_type(ce)), dims);
   Value num = hlo::unary("log_plus_one", hlo::neg(u));  // log(1 - u), in (-inf, 0]
   Value den = hlo::unary("log_plus_one", hlo::neg(p));
@@ -185,7 +171,7 @@ TPU_LOWERING(cauchy) {
   ElementType ce = compute_float(t);
   at::ScalarType cs = scalar_type(ce);
   Dims dims = out_dims(ctx);
-  Value u = uniform01(fresh_rng_key(ctx), dims, ce);
+  Value u = uniform01(ctx.rng_key(), dims, ce);
   Value median = bcast_v(ctx.operand("median", cs), dims);
   Value sigma = bcast_v(ctx.operand("sigma", cs), dims);
   Value angle = hlo::mul(scalar_like(u, M_PI), hlo::sub(u, scalar_like(u, 0.5)));
@@ -235,7 +221,7 @@ TPU_LOWERING(random) {
       range = to_inc - static_cast<uint64_t>(from) + 1;
     }
   }
-  auto [state, bits] = hlo::rng_bit_generator(fresh_rng_key(ctx), dims, ElementType::kU64);
+  auto [state, bits] = hlo::rng_bit_generator(ctx.rng_key(), dims, ElementType::kU64);
   (void)state;
   Builder& b = ctx.b();
   Value r = bits;
@@ -249,7 +235,7 @@ TPU_LOWERING(random) {
 TPU_LOWERING(randperm) {
   int64_t n = ctx.int_arg("n");
   TORCH_CHECK(n >= 0, "randperm: n must be non-negative, got ", n);
-  auto [state, keys] = hlo::rng_bit_generator(fresh_rng_key(ctx), {n}, ElementType::kU64);
+  auto [state, keys] = hlo::rng_bit_generator(ctx.rng_key(), {n}, ElementType::kU64);
   (void)state;
   Value idx = hlo::iota(ctx.b(), ElementType::kI64, {n}, 0);
   auto sorted = hlo::sort({keys, idx}, 0, false, true);

@@ -5,9 +5,6 @@
 
 namespace torch_tpu::lowering {
 
-// A tensor<2xui64> key for one op call, derived from ctx.rng_key() so that
-// consecutive calls get independent ThreeFry streams.
-Value fresh_rng_key(LowerCtx& ctx);
 // Turns random bits (ui32 for f32, ui64 for f64) into floats in [0, 1).
 Value uniform_bits_to_float(Value bits, ElementType e);
 // Uniform floats in [0, 1) of type `e` (F32 or F64) from `key`.
