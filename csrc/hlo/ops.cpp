@@ -110,7 +110,9 @@ Value full(Builder& b, ElementType e, const Dims& dims, double v) {
   return broadcast_in_dim(constant(b, e, v), dims, {});
 }
 
-Value zeros_like(Value x) { return full(x.builder(), x.element(), x.dims(), 0); }
+Value zeros_like(Value x) { return full_like(x, 0); }
+
+Value full_like(Value x, double v) { return full(x.builder(), x.element(), x.dims(), v); }
 
 Value iota(Builder& b, ElementType e, const Dims& dims, int64_t dim) {
   return b.emit("iota", {}, TensorType{e, dims}, "iota_dimension = " + std::to_string(dim) + " : i64");

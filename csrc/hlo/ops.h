@@ -20,6 +20,8 @@ Value constant_int(Builder& b, ElementType e, int64_t v);
 // `v` broadcast to `dims`.
 Value full(Builder& b, ElementType e, const Dims& dims, double v);
 Value zeros_like(Value x);
+// `v` in x's element type and shape.
+Value full_like(Value x, double v);
 Value iota(Builder& b, ElementType e, const Dims& dims, int64_t dim);
 
 Value convert(Value x, ElementType e);  // no-op when already `e`

@@ -18,8 +18,8 @@ at::ScalarType compute_type(LowerCtx& ctx, std::string_view name = "self") {
 }
 
 Value un(const char* op, Value x) { return hlo::unary(op, x); }
-Value cmp(Value a, double v, const char* dir) { return hlo::compare(a, cst(a, v), dir); }
-Value mulc(Value a, double v) { return hlo::mul(a, cst(a, v)); }
+Value cmp(Value a, double v, const char* dir) { return hlo::compare(a, hlo::full_like(a, v), dir); }
+Value mulc(Value a, double v) { return hlo::mul(a, hlo::full_like(a, v)); }
 
 Value sigmoid(Value x) { return un("logistic", x); }
 
@@ -27,7 +27,7 @@ Value sigmoid(Value x) { return un("logistic", x); }
 
 TPU_LOWERING(relu) {
   Value x = ctx.tensor("self");
-  return {nan_max(x, cst(x, 0))};
+  return {nan_max(x, hlo::full_like(x, 0))};
 }
 
 // threshold(self, threshold, value): x <= threshold ? value : x, compared
@@ -44,7 +44,7 @@ TPU_LOWERING(threshold_backward) {
   auto t = ctx.result_type({"grad_output", "self"});
   Value g = in(ctx, "grad_output", t, dims), x = in(ctx, "self", ctx.dtype_of("self"), dims);
   Value th = in(ctx, "threshold", ctx.dtype_of("self"), dims);
-  return {hlo::select(hlo::compare(x, th, "LE"), cst(g, 0), g)};
+  return {hlo::select(hlo::compare(x, th, "LE"), hlo::full_like(g, 0), g)};
 }
 
 TPU_LOWERING(gelu) {
@@ -53,10 +53,10 @@ TPU_LOWERING(gelu) {
   if (approx == "tanh") {
     // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
     Value inner = mulc(hlo::add(x, mulc(hlo::mul(hlo::mul(x, x), x), 0.044715)), kSqrt1_2 * k2_SqrtPi);
-    return {hlo::mul(mulc(x, 0.5), hlo::add(cst(x, 1), un("tanh", inner)))};
+    return {hlo::mul(mulc(x, 0.5), hlo::add(hlo::full_like(x, 1), un("tanh", inner)))};
   }
   TORCH_CHECK(approx == "none", ctx.op_name(), ": approximate must be 'none' or 'tanh', got '", approx, "'");
-  Value cdf = hlo::add(cst(x, 1), ew::erf(mulc(x, kSqrt1_2)));
+  Value cdf = hlo::add(hlo::full_like(x, 1), ew::erf(mulc(x, kSqrt1_2)));
   return {hlo::mul(mulc(x, 0.5), cdf)};
 }
 
@@ -71,15 +71,15 @@ TPU_LOWERING(gelu_backward) {
     Value inner = mulc(hlo::add(x, mulc(hlo::mul(x2, x), kKappa)), kBeta);
     Value th = un("tanh", inner);
     Value left = mulc(x, 0.5);
-    Value right = hlo::add(cst(x, 1), th);
+    Value right = hlo::add(hlo::full_like(x, 1), th);
     Value left_d = mulc(right, 0.5);
-    Value tanh_d = hlo::sub(cst(x, 1), hlo::mul(th, th));
-    Value inner_d = mulc(hlo::add(cst(x, 1), mulc(x2, 3 * kKappa)), kBeta);
+    Value tanh_d = hlo::sub(hlo::full_like(x, 1), hlo::mul(th, th));
+    Value inner_d = mulc(hlo::add(hlo::full_like(x, 1), mulc(x2, 3 * kKappa)), kBeta);
     Value right_d = hlo::mul(hlo::mul(left, tanh_d), inner_d);
     return {hlo::mul(g, hlo::add(left_d, right_d))};
   }
   TORCH_CHECK(approx == "none", ctx.op_name(), ": approximate must be 'none' or 'tanh', got '", approx, "'");
-  Value cdf = mulc(hlo::add(cst(x, 1), ew::erf(mulc(x, kSqrt1_2))), 0.5);
+  Value cdf = mulc(hlo::add(hlo::full_like(x, 1), ew::erf(mulc(x, kSqrt1_2))), 0.5);
   Value pdf = mulc(un("exponential", mulc(hlo::mul(x, x), -0.5)), k2_SqrtPi * kSqrt1_2 * 0.5);
   return {hlo::mul(g, hlo::add(cdf, hlo::mul(x, pdf)))};
 }
@@ -94,7 +94,7 @@ TPU_LOWERING(silu_backward) {
   auto ct = opmath(ctx.result_type({"grad_output", "self"}));
   Value g = in(ctx, "grad_output", ct, dims), x = in(ctx, "self", ct, dims);
   Value s = sigmoid(x);
-  Value d = hlo::mul(s, hlo::add(cst(x, 1), hlo::mul(x, hlo::sub(cst(s, 1), s))));
+  Value d = hlo::mul(s, hlo::add(hlo::full_like(x, 1), hlo::mul(x, hlo::sub(hlo::full_like(s, 1), s))));
   return {hlo::mul(g, d)};
 }
 
@@ -102,14 +102,14 @@ TPU_LOWERING(sigmoid_backward) {
   auto dims = out_dims(ctx, {"grad_output", "output"});
   auto ct = opmath(ctx.result_type({"grad_output", "output"}));
   Value g = in(ctx, "grad_output", ct, dims), y = in(ctx, "output", ct, dims);
-  return {hlo::mul(hlo::mul(g, hlo::sub(cst(y, 1), y)), y)};
+  return {hlo::mul(hlo::mul(g, hlo::sub(hlo::full_like(y, 1), y)), y)};
 }
 
 TPU_LOWERING(tanh_backward) {
   auto dims = out_dims(ctx, {"grad_output", "output"});
   auto ct = opmath(ctx.result_type({"grad_output", "output"}));
   Value g = in(ctx, "grad_output", ct, dims), y = in(ctx, "output", ct, dims);
-  return {hlo::mul(g, hlo::sub(cst(y, 1), hlo::mul(y, y)))};
+  return {hlo::mul(g, hlo::sub(hlo::full_like(y, 1), hlo::mul(y, y)))};
 }
 
 TPU_LOWERING(leaky_relu) {
@@ -161,7 +161,7 @@ TPU_LOWERING(hardtanh_backward) {
   Value g = in(ctx, "grad_output", t, dims), x = in(ctx, "self", t, dims);
   Value lo = in(ctx, "min_val", t, dims), hi = in(ctx, "max_val", t, dims);
   Value outside = or_(hlo::compare(x, lo, "LE"), hlo::compare(x, hi, "GE"));
-  return {hlo::select(outside, cst(g, 0), g)};
+  return {hlo::select(outside, hlo::full_like(g, 0), g)};
 }
 
 TPU_LOWERING(softplus) {
@@ -180,14 +180,14 @@ TPU_LOWERING(softplus_backward) {
   Value beta = in(ctx, "beta", ct, dims), th = in(ctx, "threshold", ct, dims);
   Value xb = hlo::mul(x, beta);
   Value z = un("exponential", xb);
-  return {hlo::select(hlo::compare(xb, th, "GT"), g, hlo::div(hlo::mul(g, z), hlo::add(z, cst(z, 1))))};
+  return {hlo::select(hlo::compare(xb, th, "GT"), g, hlo::div(hlo::mul(g, z), hlo::add(z, hlo::full_like(z, 1))))};
 }
 
 TPU_LOWERING(hardsigmoid) {
   Value x = ctx.operand("self", compute_type(ctx));
-  Value r = hlo::min(hlo::max(hlo::add(x, cst(x, 3)), cst(x, 0)), cst(x, 6));
+  Value r = hlo::min(hlo::max(hlo::add(x, hlo::full_like(x, 3)), hlo::full_like(x, 0)), hlo::full_like(x, 6));
   r = hlo::select(is_nan(x), x, r);
-  return {hlo::div(r, cst(r, 6))};
+  return {hlo::div(r, hlo::full_like(r, 6))};
 }
 
 TPU_LOWERING(hardsigmoid_backward) {
@@ -195,22 +195,22 @@ TPU_LOWERING(hardsigmoid_backward) {
   auto ct = opmath(ctx.result_type({"grad_output", "self"}));
   Value g = in(ctx, "grad_output", ct, dims), x = in(ctx, "self", ct, dims);
   Value inside = and_(cmp(x, -3, "GT"), cmp(x, 3, "LT"));
-  return {hlo::select(inside, hlo::div(g, cst(g, 6)), cst(g, 0))};
+  return {hlo::select(inside, hlo::div(g, hlo::full_like(g, 6)), hlo::full_like(g, 0))};
 }
 
 TPU_LOWERING(hardswish) {
   Value x = ctx.operand("self", compute_type(ctx));
-  Value r = hlo::min(hlo::max(hlo::add(x, cst(x, 3)), cst(x, 0)), cst(x, 6));
+  Value r = hlo::min(hlo::max(hlo::add(x, hlo::full_like(x, 3)), hlo::full_like(x, 0)), hlo::full_like(x, 6));
   r = hlo::select(is_nan(x), x, r);
-  return {hlo::div(hlo::mul(x, r), cst(r, 6))};
+  return {hlo::div(hlo::mul(x, r), hlo::full_like(r, 6))};
 }
 
 TPU_LOWERING(hardswish_backward) {
   auto dims = out_dims(ctx, {"grad_output", "self"});
   auto ct = opmath(ctx.result_type({"grad_output", "self"}));
   Value g = in(ctx, "grad_output", ct, dims), x = in(ctx, "self", ct, dims);
-  Value mid = hlo::mul(g, hlo::add(hlo::div(x, cst(x, 3)), cst(x, 0.5)));
-  return {hlo::select(cmp(x, -3, "LE"), cst(g, 0), hlo::select(cmp(x, 3, "LT"), mid, g))};
+  Value mid = hlo::mul(g, hlo::add(hlo::div(x, hlo::full_like(x, 3)), hlo::full_like(x, 0.5)));
+  return {hlo::select(cmp(x, -3, "LE"), hlo::full_like(g, 0), hlo::select(cmp(x, 3, "LT"), mid, g))};
 }
 
 TPU_LOWERING(mish) {
@@ -224,7 +224,7 @@ TPU_LOWERING(mish_backward) {
   Value g = in(ctx, "grad_output", ct, dims), x = in(ctx, "self", ct, dims);
   Value s = sigmoid(x);
   Value tsp = un("tanh", un("log_plus_one", un("exponential", x)));
-  Value d = hlo::add(tsp, hlo::mul(hlo::mul(x, s), hlo::sub(cst(tsp, 1), hlo::mul(tsp, tsp))));
+  Value d = hlo::add(tsp, hlo::mul(hlo::mul(x, s), hlo::sub(hlo::full_like(tsp, 1), hlo::mul(tsp, tsp))));
   return {hlo::mul(g, d)};
 }
 
@@ -233,7 +233,7 @@ TPU_LOWERING(mish_backward) {
 TPU_LOWERING(log_sigmoid_forward) {
   Value x = ctx.operand("self", compute_type(ctx));
   Value z = un("exponential", hlo::neg(un("abs", x)));
-  Value out = hlo::sub(hlo::min(x, cst(x, 0)), un("log_plus_one", z));
+  Value out = hlo::sub(hlo::min(x, hlo::full_like(x, 0)), un("log_plus_one", z));
   out = hlo::select(is_nan(x), x, out);
   Value buffer = z;
   if (auto s = ctx.out_sizes(1); s && *s != z.dims()) buffer = hlo::full(ctx.b(), z.element(), *s, 0);
@@ -247,9 +247,9 @@ TPU_LOWERING(log_sigmoid_backward) {
   Value g = in(ctx, "grad_output", ct, dims), x = in(ctx, "self", ct, dims);
   Value z = un("exponential", hlo::neg(un("abs", x)));
   Value neg = cmp(x, 0, "LT");
-  Value max_deriv = hlo::select(neg, cst(x, 1), cst(x, 0));
-  Value sign = hlo::select(neg, cst(x, 1), cst(x, -1));
-  Value d = hlo::sub(max_deriv, hlo::mul(sign, hlo::div(z, hlo::add(cst(z, 1), z))));
+  Value max_deriv = hlo::select(neg, hlo::full_like(x, 1), hlo::full_like(x, 0));
+  Value sign = hlo::select(neg, hlo::full_like(x, 1), hlo::full_like(x, -1));
+  Value d = hlo::sub(max_deriv, hlo::mul(sign, hlo::div(z, hlo::add(hlo::full_like(z, 1), z))));
   return {hlo::mul(g, d)};
 }
 

@@ -13,7 +13,7 @@ std::vector<Value> compare_rule(LowerCtx& ctx, const char* dir) {
   return {hlo::compare(in(ctx, "self", t, dims), in(ctx, "other", t, dims), dir)};
 }
 
-Value truth(Value x) { return x.element() == ElementType::kPred ? x : hlo::compare(x, cst(x, 0), "NE"); }
+Value truth(Value x) { return x.element() == ElementType::kPred ? x : hlo::compare(x, hlo::full_like(x, 0), "NE"); }
 
 std::vector<Value> logical_rule(LowerCtx& ctx, const char* op) {
   auto dims = out_dims(ctx, {"self", "other"});
@@ -37,11 +37,11 @@ std::vector<Value> shift_rule(LowerCtx& ctx, bool left) {
   TORCH_CHECK(at::isIntegralType(t, /*includeBool=*/false), ctx.op_name(), ": shifts are not implemented for ", t);
   Value a = in(ctx, "self", t, dims), b = in(ctx, "other", t, dims);
   int bits = hlo::element_bits(a.element());
-  Value out_of_range = or_(hlo::compare(b, cst(b, 0), "LT"), hlo::compare(b, cst(b, bits), "GE"));
-  if (left) return {hlo::select(out_of_range, cst(a, 0), hlo::binary("shift_left", a, b))};
+  Value out_of_range = or_(hlo::compare(b, hlo::full_like(b, 0), "LT"), hlo::compare(b, hlo::full_like(b, bits), "GE"));
+  if (left) return {hlo::select(out_of_range, hlo::full_like(a, 0), hlo::binary("shift_left", a, b))};
   if (!hlo::is_signed_int(a.element()))
-    return {hlo::select(out_of_range, cst(a, 0), hlo::binary("shift_right_logical", a, b))};
-  Value sign_fill = hlo::binary("shift_right_arithmetic", a, cst(a, bits - 1));
+    return {hlo::select(out_of_range, hlo::full_like(a, 0), hlo::binary("shift_right_logical", a, b))};
+  Value sign_fill = hlo::binary("shift_right_arithmetic", a, hlo::full_like(a, bits - 1));
   return {hlo::select(out_of_range, sign_fill, hlo::binary("shift_right_arithmetic", a, b))};
 }
 

@@ -17,8 +17,8 @@ namespace {
 // result is converted back to bool).
 at::ScalarType arith_type(at::ScalarType t) { return t == at::kBool ? at::kInt : opmath(t); }
 
-Value lt0(Value x) { return hlo::compare(x, cst(x, 0), "LT"); }
-Value ne0(Value x) { return hlo::compare(x, cst(x, 0), "NE"); }
+Value lt0(Value x) { return hlo::compare(x, hlo::full_like(x, 0), "LT"); }
+Value ne0(Value x) { return hlo::compare(x, hlo::full_like(x, 0), "NE"); }
 Value ne(Value a, Value b) { return hlo::compare(a, b, "NE"); }
 
 // Python-style floor division of a by b (same type, same shape).
@@ -26,18 +26,18 @@ Value floor_div(Value a, Value b) {
   if (!hlo::is_float(a.element())) {
     Value q = hlo::div(a, b), r = hlo::binary("remainder", a, b);
     Value adjust = and_(ne0(r), ne(lt0(r), lt0(b)));
-    return hlo::select(adjust, hlo::sub(q, cst(q, 1)), q);
+    return hlo::select(adjust, hlo::sub(q, hlo::full_like(q, 1)), q);
   }
   // c10::div_floor_floating.
   Value mod = hlo::binary("remainder", a, b);
   Value div = hlo::div(hlo::sub(a, mod), b);
-  div = hlo::select(and_(ne0(mod), ne(lt0(b), lt0(mod))), hlo::sub(div, cst(div, 1)), div);
+  div = hlo::select(and_(ne0(mod), ne(lt0(b), lt0(mod))), hlo::sub(div, hlo::full_like(div, 1)), div);
   Value fl = hlo::unary("floor", div);
-  fl = hlo::select(hlo::compare(hlo::sub(div, fl), cst(div, 0.5), "GT"), hlo::add(fl, cst(fl, 1)), fl);
+  fl = hlo::select(hlo::compare(hlo::sub(div, fl), hlo::full_like(div, 0.5), "GT"), hlo::add(fl, hlo::full_like(fl, 1)), fl);
   Value q = hlo::div(a, b);
-  Value signed_zero = hlo::mul(q, cst(q, 0));  // copysign(0, a / b)
+  Value signed_zero = hlo::mul(q, hlo::full_like(q, 0));  // copysign(0, a / b)
   Value r = hlo::select(ne0(div), fl, signed_zero);
-  return hlo::select(hlo::compare(b, cst(b, 0), "EQ"), q, r);
+  return hlo::select(hlo::compare(b, hlo::full_like(b, 0), "EQ"), q, r);
 }
 
 // Python-style modulus (sign of the divisor).
@@ -123,8 +123,8 @@ TPU_LOWERING(pow) {
   Value p = hlo::binary("power", a, e);
   if (hlo::is_float(p.element())) return {p};
   // Integers to negative powers: 1 -> 1, -1 -> +-1, others -> 0 (PyTorch's powi).
-  Value one = cst(a, 1), minus_one = cst(a, -1), zero = cst(a, 0);
-  Value odd = ne0(hlo::binary("remainder", e, cst(e, 2)));
+  Value one = hlo::full_like(a, 1), minus_one = hlo::full_like(a, -1), zero = hlo::full_like(a, 0);
+  Value odd = ne0(hlo::binary("remainder", e, hlo::full_like(e, 2)));
   Value neg_pow = hlo::select(hlo::compare(a, one, "EQ"), one,
                               hlo::select(hlo::compare(a, minus_one, "EQ"), hlo::select(odd, minus_one, one), zero));
   return {hlo::select(lt0(e), neg_pow, p)};
@@ -180,9 +180,9 @@ TPU_LOWERING(hypot) {
   // max * sqrt(1 + (min/max)^2) avoids overflow; inf wins over nan.
   Value hi = hlo::max(a, b), lo = hlo::min(a, b);
   Value r = hlo::div(lo, hi);
-  Value h = hlo::mul(hi, hlo::unary("sqrt", hlo::add(cst(r, 1), hlo::mul(r, r))));
-  h = hlo::select(hlo::compare(hi, cst(hi, 0), "EQ"), cst(h, 0), h);
-  Value inf = cst(h, std::numeric_limits<double>::infinity());
+  Value h = hlo::mul(hi, hlo::unary("sqrt", hlo::add(hlo::full_like(r, 1), hlo::mul(r, r))));
+  h = hlo::select(hlo::compare(hi, hlo::full_like(hi, 0), "EQ"), hlo::full_like(h, 0), h);
+  Value inf = hlo::full_like(h, std::numeric_limits<double>::infinity());
   h = hlo::select(or_(hlo::compare(a, inf, "EQ"), hlo::compare(b, inf, "EQ")), inf, h);
   return {h};
 }
@@ -193,7 +193,7 @@ TPU_LOWERING(xlogy) {
   auto ct = opmath(float_type(ctx.result_type({"self", "other"})));
   Value x = in(ctx, "self", ct, dims), y = in(ctx, "other", ct, dims);
   Value r = hlo::mul(x, hlo::unary("log", y));
-  r = hlo::select(hlo::compare(x, cst(x, 0), "EQ"), cst(x, 0), r);
+  r = hlo::select(hlo::compare(x, hlo::full_like(x, 0), "EQ"), hlo::full_like(x, 0), r);
   return {hlo::select(is_nan(y), y, r)};
 }
 
@@ -230,8 +230,8 @@ TPU_LOWERING(lerp) {
   Value s = in(ctx, "self", ct, dims), e = in(ctx, "end", ct, dims), w = in(ctx, "weight", ct, dims);
   Value diff = hlo::sub(e, s);
   Value lo = hlo::add(s, hlo::mul(w, diff));
-  Value hi = hlo::sub(e, hlo::mul(diff, hlo::sub(cst(w, 1), w)));
-  return {hlo::select(hlo::compare(hlo::unary("abs", w), cst(w, 0.5), "LT"), lo, hi)};
+  Value hi = hlo::sub(e, hlo::mul(diff, hlo::sub(hlo::full_like(w, 1), w)));
+  return {hlo::select(hlo::compare(hlo::unary("abs", w), hlo::full_like(w, 0.5), "LT"), lo, hi)};
 }
 
 TPU_LOWERING(neg) {
@@ -242,7 +242,7 @@ TPU_LOWERING(neg) {
 TPU_LOWERING(reciprocal) {
   auto ct = opmath(float_type(ctx.dtype_of("self")));
   Value x = ctx.operand("self", ct);
-  return {hlo::div(cst(x, 1), x)};
+  return {hlo::div(hlo::full_like(x, 1), x)};
 }
 
 }  // namespace torch_tpu::lowering

@@ -25,17 +25,7 @@ inline at::ScalarType float_type(at::ScalarType t) { return at::isFloatingType(t
 
 inline ElementType et(at::ScalarType t) { return element_type(t); }
 
-// `v` with the element type and shape of `like`.
-// (Dims are copied: Value::dims() refers into the builder's type table,
-// which emitting the constant may reallocate.)
-inline Value cst(Value like, double v) {
-  Dims dims = like.dims();
-  return hlo::full(like.builder(), like.element(), dims, v);
-}
-inline Value falses(Builder& b, Value like) {
-  Dims dims = like.dims();
-  return hlo::full(b, ElementType::kPred, dims, 0);
-}
+inline Value falses(Builder& b, Value like) { return hlo::full(b, ElementType::kPred, like.dims(), 0); }
 
 // The op's output shape: the meta kernel's, else the broadcast of the named
 // tensor arguments.
@@ -75,14 +65,14 @@ inline Value nan_min(Value a, Value b) {
 
 // Rounds toward zero (floats only).
 inline Value trunc(Value x) {
-  return hlo::select(hlo::compare(x, cst(x, 0), "LT"), hlo::unary("ceil", x), hlo::unary("floor", x));
+  return hlo::select(hlo::compare(x, hlo::full_like(x, 0), "LT"), hlo::unary("ceil", x), hlo::unary("floor", x));
 }
 
 // Horner evaluation, highest-degree coefficient first.
 template <size_t N>
 Value polynomial(Value x, const double (&c)[N]) {
-  Value r = cst(x, c[0]);
-  for (size_t i = 1; i < N; ++i) r = hlo::add(hlo::mul(r, x), cst(x, c[i]));
+  Value r = hlo::full_like(x, c[0]);
+  for (size_t i = 1; i < N; ++i) r = hlo::add(hlo::mul(r, x), hlo::full_like(x, c[i]));
   return r;
 }
 

@@ -54,7 +54,7 @@ Value add_scaled(LowerCtx& ctx, Value prod, at::ScalarType out) {
   ElementType acc = prod.element();
   at::ScalarType acc_st = scalar_type(acc);
   Builder& b = ctx.b();
-  const Dims dims = prod.dims();  // a copy: emitting moves the type table
+  const Dims dims = prod.dims();
   if (ctx.has("alpha")) prod = hlo::mul(prod, hlo::broadcast_in_dim(ctx.operand("alpha", acc_st), dims, {}));
   Value self = hlo::broadcast_to(hlo::convert(ctx.tensor("self"), acc), dims);
   if (ctx.has("beta")) {

@@ -2,6 +2,7 @@
 // (+ backward), embedding backward, dropout (+ backward), nll_loss (1d and
 // 2d, + backward), mse_loss (+ backward). Half-precision inputs are computed
 // in f32 and rounded at the end, like CPU's accumulate types.
+#include <c10/core/WrapDimMinimal.h>
 #include <c10/util/Exception.h>
 
 #include <numeric>
@@ -13,26 +14,9 @@ namespace torch_tpu::lowering {
 
 namespace {
 
-// Value::dims() refers into the builder's type table, which emitting an op
-// may reallocate; these take the dims by value first.
-[[maybe_unused]] Value full_v(Builder& b, ElementType e, Dims dims, double v) { return hlo::full(b, e, dims, v); }
-[[maybe_unused]] Value zeros_v(Value x) { return full_v(x.builder(), x.element(), x.dims(), 0); }
-[[maybe_unused]] Value bcast_v(Value x, Dims dims) { return hlo::broadcast_to(x, dims); }
-[[maybe_unused]] Value bdim_v(Value x, Dims dims, Dims bd) { return hlo::broadcast_in_dim(x, dims, bd); }
-
-
 ElementType acc_type(ElementType e) {
   return (e == ElementType::kBF16 || e == ElementType::kF16) ? ElementType::kF32 : e;
 }
-
-int64_t wrap_dim(int64_t d, int64_t rank) {
-  int64_t r = rank == 0 ? 1 : rank;
-  TORCH_CHECK_INDEX(d >= -r && d < r, "Dimension out of range (expected to be in range of [", -r, ", ", r - 1,
-                    "], but got ", d, ")");
-  return d < 0 ? d + r : d;
-}
-
-Value fill_like(Value x, double v) { return full_v(x.builder(), x.element(), x.dims(), v); }
 
 Dims all_but(int64_t rank, const Dims& skip) {
   Dims out;
@@ -74,7 +58,7 @@ TPU_LOWERING(_softmax) {
   Value in = ctx.tensor("self");
   Dims orig = in.dims();
   Value x = at_least_1d(hlo::convert(in, acc_type(in.element())));
-  int64_t dim = wrap_dim(ctx.int_arg("dim"), static_cast<int64_t>(orig.size()));
+  int64_t dim = c10::maybe_wrap_dim(ctx.int_arg("dim"), static_cast<int64_t>(orig.size()));
   Value m = reduce_keep(x, {dim}, hlo::ReduceKind::kMax);
   Value e = hlo::unary("exponential", hlo::sub(x, m));
   Value s = reduce_keep(e, {dim}, hlo::ReduceKind::kSum);
@@ -85,7 +69,7 @@ TPU_LOWERING(_log_softmax) {
   Value in = ctx.tensor("self");
   Dims orig = in.dims();
   Value x = at_least_1d(hlo::convert(in, acc_type(in.element())));
-  int64_t dim = wrap_dim(ctx.int_arg("dim"), static_cast<int64_t>(orig.size()));
+  int64_t dim = c10::maybe_wrap_dim(ctx.int_arg("dim"), static_cast<int64_t>(orig.size()));
   Value m = reduce_keep(x, {dim}, hlo::ReduceKind::kMax);
   // An all -inf slice gives nan like CPU (-inf - -inf).
   Value shifted = hlo::sub(x, m);
@@ -99,7 +83,7 @@ TPU_LOWERING(_softmax_backward_data) {
   ElementType ce = acc_type(g0.element());
   Value g = at_least_1d(hlo::convert(g0, ce));
   Value y = at_least_1d(hlo::convert(ctx.tensor("output"), ce));
-  int64_t dim = wrap_dim(ctx.int_arg("dim"), static_cast<int64_t>(orig.size()));
+  int64_t dim = c10::maybe_wrap_dim(ctx.int_arg("dim"), static_cast<int64_t>(orig.size()));
   Value s = reduce_keep(hlo::mul(g, y), {dim}, hlo::ReduceKind::kSum);
   return {hlo::reshape(hlo::mul(y, hlo::sub(g, s)), orig)};
 }
@@ -110,7 +94,7 @@ TPU_LOWERING(_log_softmax_backward_data) {
   ElementType ce = acc_type(g0.element());
   Value g = at_least_1d(hlo::convert(g0, ce));
   Value y = at_least_1d(hlo::convert(ctx.tensor("output"), ce));
-  int64_t dim = wrap_dim(ctx.int_arg("dim"), static_cast<int64_t>(orig.size()));
+  int64_t dim = c10::maybe_wrap_dim(ctx.int_arg("dim"), static_cast<int64_t>(orig.size()));
   Value s = reduce_keep(g, {dim}, hlo::ReduceKind::kSum);
   return {hlo::reshape(hlo::sub(g, hlo::mul(hlo::unary("exponential", y), s)), orig)};
 }
@@ -128,17 +112,17 @@ TPU_LOWERING(native_layer_norm) {
   Dims red = range_dims(axis, rank);
   Dims xdims = x.dims();
   int64_t n = prod(x.dims(), axis);
-  Value inv_n = fill_like(x, 1.0 / static_cast<double>(n));
+  Value inv_n = hlo::full_like(x, 1.0 / static_cast<double>(n));
   Value mean = hlo::mul(reduce_keep(x, red, hlo::ReduceKind::kSum), inv_n);
   Value xc = hlo::sub(x, mean);
   Value var = hlo::mul(reduce_keep(hlo::mul(xc, xc), red, hlo::ReduceKind::kSum), inv_n);
-  Value eps = fill_like(x, ctx.float_arg("eps"));
+  Value eps = hlo::full_like(x, ctx.float_arg("eps"));
   Value rstd = hlo::unary("rsqrt", hlo::add(var, eps));
   Value y = hlo::mul(xc, rstd);
   if (ctx.is_tensor("weight"))
-    y = hlo::mul(y, bdim_v(hlo::convert(ctx.tensor("weight"), ce), xdims, red));
+    y = hlo::mul(y, hlo::broadcast_in_dim(hlo::convert(ctx.tensor("weight"), ce), xdims, red));
   if (ctx.is_tensor("bias"))
-    y = hlo::add(y, bdim_v(hlo::convert(ctx.tensor("bias"), ce), xdims, red));
+    y = hlo::add(y, hlo::broadcast_in_dim(hlo::convert(ctx.tensor("bias"), ce), xdims, red));
   // mean / rstd: input.shape[:axis] + [1] * k.
   Dims stat_dims(x.dims().begin(), x.dims().begin() + axis);
   Dims zeros(rank, 0), lim = x.dims();
@@ -150,8 +134,8 @@ TPU_LOWERING(native_layer_norm) {
     mean_s = hlo::reshape(hlo::slice(mean, zeros, lim), stat_shape);
     rstd_s = hlo::reshape(hlo::slice(rstd, zeros, lim), stat_shape);
   } else {
-    mean_s = full_v(ctx.b(), ce, stat_shape, std::nan(""));
-    rstd_s = full_v(ctx.b(), ce, stat_shape, std::nan(""));
+    mean_s = hlo::full(ctx.b(), ce, stat_shape, std::nan(""));
+    rstd_s = hlo::full(ctx.b(), ce, stat_shape, std::nan(""));
   }
   return {y, mean_s, rstd_s};
 }
@@ -171,13 +155,13 @@ TPU_LOWERING(native_layer_norm_backward) {
   int64_t n = prod(x.dims(), axis);
   auto stat = [&](const char* name) {
     Value s = hlo::reshape(hlo::convert(ctx.tensor(name), ce), stat_dims);
-    return bdim_v(s, xdims, batch);
+    return hlo::broadcast_in_dim(s, xdims, batch);
   };
   Value mean = stat("mean"), rstd = stat("rstd");
   Value xhat = hlo::mul(hlo::sub(x, mean), rstd);
   bool has_w = ctx.is_tensor("weight");
   Value gw = g;
-  if (has_w) gw = hlo::mul(g, bdim_v(hlo::convert(ctx.tensor("weight"), ce), xdims, red));
+  if (has_w) gw = hlo::mul(g, hlo::broadcast_in_dim(hlo::convert(ctx.tensor("weight"), ce), xdims, red));
   auto mask = ctx.arg("output_mask").toBoolList();
 
   std::vector<Value> out(3);
@@ -187,7 +171,7 @@ TPU_LOWERING(native_layer_norm_backward) {
   if (mask[0]) {
     Value s1 = reduce_keep(gw, red, hlo::ReduceKind::kSum);
     Value s2 = reduce_keep(hlo::mul(gw, xhat), red, hlo::ReduceKind::kSum);
-    Value nn = fill_like(x, static_cast<double>(n));
+    Value nn = hlo::full_like(x, static_cast<double>(n));
     Value inner = hlo::sub(hlo::sub(hlo::mul(nn, gw), s1), hlo::mul(xhat, s2));
     Value gi = hlo::mul(hlo::div(rstd, nn), inner);
     out[0] = hlo::convert(gi, in.element());
@@ -214,12 +198,12 @@ TPU_LOWERING(embedding_dense_backward) {
   Value g = hlo::reshape(hlo::convert(g0, ce), {kidx, d});
   Value i1 = hlo::reshape(hlo::convert(idx, ElementType::kI64), {kidx});
   Builder& b = ctx.b();
-  Value keep = hlo::compare(i1, full_v(b, ElementType::kI64, {kidx}, static_cast<double>(padding_idx)), "NE");
+  Value keep = hlo::compare(i1, hlo::full(b, ElementType::kI64, {kidx}, static_cast<double>(padding_idx)), "NE");
   Value keep2 = hlo::broadcast_in_dim(keep, {kidx, d}, {0});
-  g = hlo::select(keep2, g, full_v(b, ce, {kidx, d}, 0));
+  g = hlo::select(keep2, g, hlo::full(b, ce, {kidx, d}, 0));
   Value idx2 = hlo::reshape(i1, {kidx, 1});
   if (ctx.bool_arg("scale_grad_by_freq")) {
-    Value counts = hlo::scatter_1d(full_v(b, ce, {num_weights}, 0), i1, full_v(b, ce, {kidx}, 1), "add");
+    Value counts = hlo::scatter_1d(hlo::full(b, ce, {num_weights}, 0), i1, hlo::full(b, ce, {kidx}, 1), "add");
     Value c = hlo::gather_1d(counts, i1);  // [kidx]
     g = hlo::div(g, hlo::broadcast_in_dim(c, {kidx, d}, {0}));
   }
@@ -228,7 +212,7 @@ TPU_LOWERING(embedding_dense_backward) {
   sd.inserted_window_dims = {0};
   sd.scatter_dims_to_operand_dims = {0};
   sd.index_vector_dim = 1;
-  Value out = hlo::scatter(full_v(b, ce, {num_weights, d}, 0), idx2, g, sd, "add");
+  Value out = hlo::scatter(hlo::full(b, ce, {num_weights, d}, 0), idx2, g, sd, "add");
   return {out};
 }
 
@@ -240,15 +224,15 @@ TPU_LOWERING(native_dropout) {
   auto train = ctx.is_none("train") ? std::optional<bool>() : std::optional<bool>(ctx.bool_arg("train"));
   Builder& b = ctx.b();
   if ((train.has_value() && !*train) || in.type().numel() == 0)
-    return {in, full_v(b, ElementType::kPred, in.dims(), 1)};
+    return {in, hlo::full(b, ElementType::kPred, in.dims(), 1)};
   ElementType ce = in.element() == ElementType::kF64 ? ElementType::kF64 : ElementType::kF32;
   double p1m = 1.0 - p;
   double scale = p1m == 0 ? 0.0 : 1.0 / p1m;
   Value u = uniform01(ctx.rng_key(), in.dims(), ce);
-  Value mask = hlo::compare(u, full_v(b, ce, in.dims(), p1m), "LT");
+  Value mask = hlo::compare(u, hlo::full(b, ce, in.dims(), p1m), "LT");
   Value x = hlo::convert(in, ce);
   // input * mask * scale, so a dropped nan/inf still gives nan like CPU.
-  Value y = hlo::mul(hlo::mul(x, hlo::convert(mask, ce)), full_v(b, ce, in.dims(), scale));
+  Value y = hlo::mul(hlo::mul(x, hlo::convert(mask, ce)), hlo::full(b, ce, in.dims(), scale));
   return {y, mask};
 }
 
@@ -256,8 +240,8 @@ TPU_LOWERING(native_dropout_backward) {
   Value g0 = ctx.tensor("grad_output");
   ElementType ce = acc_type(g0.element());
   Value g = hlo::convert(g0, ce);
-  Value m = bcast_v(hlo::convert(ctx.tensor("mask"), ce), g.dims());
-  Value s = bcast_v(ctx.operand("scale", scalar_type(ce)), g.dims());
+  Value m = hlo::broadcast_to(hlo::convert(ctx.tensor("mask"), ce), g.dims());
+  Value s = hlo::broadcast_to(ctx.operand("scale", scalar_type(ce)), g.dims());
   return {hlo::mul(hlo::mul(g, m), s)};
 }
 
@@ -288,16 +272,16 @@ NllParts nll_parts(LowerCtx& ctx) {
   Value tb = hlo::broadcast_in_dim(t, p.x.dims(), all_but(p.x.rank(), {p.cdim}));
   Value cls = hlo::iota(b, ElementType::kI64, p.x.dims(), p.cdim);
   p.onehot = hlo::compare(cls, tb, "EQ");
-  p.valid = hlo::compare(t, full_v(b, ElementType::kI64, tdims, static_cast<double>(ctx.int_arg("ignore_index"))),
+  p.valid = hlo::compare(t, hlo::full(b, ElementType::kI64, tdims, static_cast<double>(ctx.int_arg("ignore_index"))),
                          "NE");
   Value w;
   if (ctx.is_tensor("weight")) {
-    Value wb = bdim_v(hlo::convert(ctx.tensor("weight"), ce), p.x.dims(), {p.cdim});
-    w = hlo::reduce(hlo::select(p.onehot, wb, zeros_v(wb)), {p.cdim}, hlo::ReduceKind::kSum);
+    Value wb = hlo::broadcast_in_dim(hlo::convert(ctx.tensor("weight"), ce), p.x.dims(), {p.cdim});
+    w = hlo::reduce(hlo::select(p.onehot, wb, hlo::zeros_like(wb)), {p.cdim}, hlo::ReduceKind::kSum);
   } else {
-    w = full_v(b, ce, tdims, 1);
+    w = hlo::full(b, ce, tdims, 1);
   }
-  p.w = hlo::select(p.valid, w, zeros_v(w));
+  p.w = hlo::select(p.valid, w, hlo::zeros_like(w));
   return p;
 }
 
@@ -307,9 +291,9 @@ Dims all_dims(int64_t rank) { return range_dims(0, rank); }
 
 TPU_LOWERING(nll_loss_forward) {
   NllParts p = nll_parts(ctx);
-  Value picked = hlo::reduce(hlo::select(p.onehot, p.x, zeros_v(p.x)), {p.cdim}, hlo::ReduceKind::kSum);
+  Value picked = hlo::reduce(hlo::select(p.onehot, p.x, hlo::zeros_like(p.x)), {p.cdim}, hlo::ReduceKind::kSum);
   Value loss = hlo::neg(hlo::mul(picked, p.w));
-  loss = hlo::select(p.valid, loss, zeros_v(loss));
+  loss = hlo::select(p.valid, loss, hlo::zeros_like(loss));
   int64_t reduction = ctx.int_arg("reduction");
   Builder& b = ctx.b();
   ElementType ce = p.x.element();
@@ -335,9 +319,9 @@ TPU_LOWERING(nll_loss_backward) {
     scale = hlo::broadcast_in_dim(g, p.tdims, {});
   }
   Value v = hlo::neg(hlo::mul(p.w, scale));
-  v = hlo::select(p.valid, v, zeros_v(v));
+  v = hlo::select(p.valid, v, hlo::zeros_like(v));
   Value vb = hlo::broadcast_in_dim(v, p.x.dims(), all_but(p.x.rank(), {p.cdim}));
-  return {hlo::select(p.onehot, vb, zeros_v(vb))};
+  return {hlo::select(p.onehot, vb, hlo::zeros_like(vb))};
 }
 TPU_LOWERING_ALIAS(nll_loss2d_backward, nll_loss_backward);
 
@@ -358,8 +342,8 @@ TPU_LOWERING(mse_loss) {
     }
     dims = out;
   }
-  a = bcast_v(a, dims);
-  t = bcast_v(t, dims);
+  a = hlo::broadcast_to(a, dims);
+  t = hlo::broadcast_to(t, dims);
   Value d = hlo::sub(a, t);
   Value sq = hlo::mul(d, d);
   int64_t reduction = ctx.int_arg("reduction");
@@ -373,13 +357,13 @@ TPU_LOWERING(mse_loss_backward) {
   Value a0 = ctx.tensor("self");
   ElementType ce = acc_type(a0.element());
   Dims dims = *ctx.out_sizes(0);
-  Value a = bcast_v(hlo::convert(a0, ce), dims);
-  Value t = bcast_v(hlo::convert(ctx.tensor("target"), ce), dims);
-  Value g = bcast_v(hlo::convert(ctx.tensor("grad_output"), ce), dims);
+  Value a = hlo::broadcast_to(hlo::convert(a0, ce), dims);
+  Value t = hlo::broadcast_to(hlo::convert(ctx.tensor("target"), ce), dims);
+  Value g = hlo::broadcast_to(hlo::convert(ctx.tensor("grad_output"), ce), dims);
   int64_t reduction = ctx.int_arg("reduction");
   double norm = reduction == 1 ? 2.0 / static_cast<double>(prod(dims)) : 2.0;
   Value d = hlo::sub(a, t);
-  return {hlo::mul(hlo::mul(d, full_v(ctx.b(), ce, dims, norm)), g)};
+  return {hlo::mul(hlo::mul(d, hlo::full(ctx.b(), ce, dims, norm)), g)};
 }
 
 }  // namespace torch_tpu::lowering

@@ -15,15 +15,6 @@ namespace torch_tpu::lowering {
 
 namespace {
 
-// Value::dims() refers into the builder's type table, which emitting an op
-// may reallocate; these take the dims by value first.
-[[maybe_unused]] Value full_v(Builder& b, ElementType e, Dims dims, double v) { return hlo::full(b, e, dims, v); }
-[[maybe_unused]] Value zeros_v(Value x) { return full_v(x.builder(), x.element(), x.dims(), 0); }
-[[maybe_unused]] Value bcast_v(Value x, Dims dims) { return hlo::broadcast_to(x, dims); }
-
-
-Value scalar_like(Value x, double v) { return full_v(x.builder(), x.element(), x.dims(), v); }
-
 Value u_const(Builder& b, ElementType e, const Dims& dims, uint64_t v) {
   return hlo::broadcast_in_dim(hlo::constant_int(b, e, static_cast<int64_t>(v)), dims, {});
 }
@@ -54,12 +45,12 @@ Value uniform_bits_to_float(Value bits, ElementType e) {
     Value m = hlo::binary("shift_right_logical", bits, u_const(b, ElementType::kU64, dims, 12));
     m = hlo::binary("or", m, u_const(b, ElementType::kU64, dims, 0x3FF0000000000000ULL));
     Value f = hlo::bitcast_convert(m, ElementType::kF64);
-    return hlo::sub(f, full_v(b, ElementType::kF64, dims, 1.0));
+    return hlo::sub(f, hlo::full(b, ElementType::kF64, dims, 1.0));
   }
   Value m = hlo::binary("shift_right_logical", bits, u_const(b, ElementType::kU32, dims, 9));
   m = hlo::binary("or", m, u_const(b, ElementType::kU32, dims, 0x3F800000ULL));
   Value f = hlo::bitcast_convert(m, ElementType::kF32);
-  return hlo::sub(f, full_v(b, ElementType::kF32, dims, 1.0));
+  return hlo::sub(f, hlo::full(b, ElementType::kF32, dims, 1.0));
 }
 
 Value uniform01(Value key, Dims dims, ElementType e) {
@@ -79,9 +70,9 @@ Value standard_normal(Value key, Dims dims, ElementType e) {
   start[0] = 1;
   limit[0] = 2;
   Value u2 = hlo::reshape(hlo::slice(u, start, limit), dims);
-  u1 = hlo::sub(scalar_like(u1, 1.0), u1);
-  Value r = hlo::unary("sqrt", hlo::mul(scalar_like(u1, -2.0), hlo::unary("log", u1)));
-  Value theta = hlo::mul(scalar_like(u2, 2.0 * M_PI), u2);
+  u1 = hlo::sub(hlo::full_like(u1, 1.0), u1);
+  Value r = hlo::unary("sqrt", hlo::mul(hlo::full_like(u1, -2.0), hlo::unary("log", u1)));
+  Value theta = hlo::mul(hlo::full_like(u2, 2.0 * M_PI), u2);
   return hlo::mul(r, hlo::unary("cosine", theta));
 }
 
@@ -91,8 +82,8 @@ TPU_LOWERING(uniform) {
   at::ScalarType cs = scalar_type(ce);
   Dims dims = out_dims(ctx);
   Value u = uniform01(ctx.rng_key(), dims, ce);
-  Value from = bcast_v(ctx.operand("from", cs), dims);
-  Value to = bcast_v(ctx.operand("to", cs), dims);
+  Value from = hlo::broadcast_to(ctx.operand("from", cs), dims);
+  Value to = hlo::broadcast_to(ctx.operand("to", cs), dims);
   Value r = hlo::add(from, hlo::mul(u, hlo::sub(to, from)));
   if (t == at::kBFloat16 || t == at::kHalf) {
     // Rounding may land on `to`; keep the interval half-open like CPU.
@@ -112,8 +103,8 @@ TPU_LOWERING(normal) {
   at::ScalarType cs = scalar_type(ce);
   Dims dims = out_dims(ctx);
   Value z = standard_normal(ctx.rng_key(), dims, ce);
-  Value mean = bcast_v(ctx.operand("mean", cs), dims);
-  Value std = bcast_v(ctx.operand("std", cs), dims);
+  Value mean = hlo::broadcast_to(ctx.operand("mean", cs), dims);
+  Value std = hlo::broadcast_to(ctx.operand("std", cs), dims);
   return {hlo::add(mean, hlo::mul(z, std))};
 }
 
@@ -123,8 +114,8 @@ TPU_LOWERING(log_normal) {
   at::ScalarType cs = scalar_type(ce);
   Dims dims = out_dims(ctx);
   Value z = standard_normal(ctx.rng_key(), dims, ce);
-  Value mean = bcast_v(ctx.operand("mean", cs), dims);
-  Value std = bcast_v(ctx.operand("std", cs), dims);
+  Value mean = hlo::broadcast_to(ctx.operand("mean", cs), dims);
+  Value std = hlo::broadcast_to(ctx.operand("std", cs), dims);
   return {hlo::unary("exponential", hlo::add(mean, hlo::mul(z, std)))};
 }
 
@@ -138,7 +129,7 @@ TPU_LOWERING(bernoulli) {
     p = ctx.operand("p", scalar_type(ce));
   else
     p = hlo::convert(ctx.tensor("self"), ce);
-  p = bcast_v(p, dims);
+  p = hlo::broadcast_to(p, dims);
   Value u = uniform01(ctx.rng_key(), dims, ce);
   return {hlo::compare(u, p, "LT")};
 }
@@ -148,7 +139,7 @@ TPU_LOWERING(exponential) {
   ElementType ce = compute_float(t);
   Dims dims = out_dims(ctx);
   Value u = uniform01(ctx.rng_key(), dims, ce);
-  Value lambd = bcast_v(ctx.operand("lambd", scalar_type(ce)), dims);
+  Value lambd = hlo::broadcast_to(ctx.operand("lambd", scalar_type(ce)), dims);
   // -log(1 - u) / lambda with 1 - u in (0, 1].
   Value l = hlo::unary("log_plus_one", hlo::neg(u));
   return {hlo::div(hlo::neg(l), lambd)};
@@ -159,11 +150,11 @@ TPU_LOWERING(geometric) {
   ElementType ce = compute_float(t);
   Dims dims = out_dims(ctx);
   Value u = uniform01(ctx.rng_key(), dims, ce);
-  Value p = bcast_v(ctx.operand("p", scalar_type(ce)), dims);
+  Value p = hlo::broadcast_to(ctx.operand("p", scalar_type(ce)), dims);
   Value num = hlo::unary("log_plus_one", hlo::neg(u));  // log(1 - u), in (-inf, 0]
   Value den = hlo::unary("log_plus_one", hlo::neg(p));
   Value k = hlo::unary("ceil", hlo::div(num, den));
-  return {hlo::max(k, scalar_like(k, 1.0))};
+  return {hlo::max(k, hlo::full_like(k, 1.0))};
 }
 
 TPU_LOWERING(cauchy) {
@@ -172,9 +163,9 @@ TPU_LOWERING(cauchy) {
   at::ScalarType cs = scalar_type(ce);
   Dims dims = out_dims(ctx);
   Value u = uniform01(ctx.rng_key(), dims, ce);
-  Value median = bcast_v(ctx.operand("median", cs), dims);
-  Value sigma = bcast_v(ctx.operand("sigma", cs), dims);
-  Value angle = hlo::mul(scalar_like(u, M_PI), hlo::sub(u, scalar_like(u, 0.5)));
+  Value median = hlo::broadcast_to(ctx.operand("median", cs), dims);
+  Value sigma = hlo::broadcast_to(ctx.operand("sigma", cs), dims);
+  Value angle = hlo::mul(hlo::full_like(u, M_PI), hlo::sub(u, hlo::full_like(u, 0.5)));
   return {hlo::add(median, hlo::mul(sigma, hlo::unary("tan", angle)))};
 }
 

@@ -96,21 +96,12 @@ int64_t count(const Dims& in_dims, const Dims& dims) {
 
 Value scalar(Builder& b, ElementType e, double v) { return hlo::constant(b, e, v); }
 
-// NOTE: Value::dims() refers into the builder's type table, which moves
-// when an op is emitted: copy dims before passing them to anything that
-// emits (hlo::full, hlo::zeros_like, broadcast_to...).
-Value filled(Value like, double v) {
-  Dims d = like.dims();
-  ElementType e = like.element();
-  return hlo::broadcast_in_dim(hlo::constant(like.builder(), e, v), d, {});
-}
-Value zeros(Value like) { return filled(like, 0); }
 
 Value is_nan(Value x) { return hlo::compare(x, x, "NE"); }
 
 Value nonzero(Value x) {
   if (x.element() == ElementType::kPred) return x;
-  return hlo::compare(x, zeros(x), "NE");
+  return hlo::compare(x, hlo::zeros_like(x), "NE");
 }
 
 // max/min over dims with NaN propagation for floats; and/or for bools.
@@ -183,7 +174,7 @@ TPU_LOWERING(nansum) {
   auto out = out_or(ctx, 0, ctx.dtype_of("self"));
   Dims dims = reduce_dims(ctx, "dim", x.rank());
   Value xa = hlo::convert(x, acc_type(out));
-  if (hlo::is_float(xa.element())) xa = hlo::select(is_nan(xa), zeros(xa), xa);
+  if (hlo::is_float(xa.element())) xa = hlo::select(is_nan(xa), hlo::zeros_like(xa), xa);
   return {finish(hlo::reduce(xa, dims, ReduceKind::kSum), x.dims(), dims, keepdim(ctx))};
 }
 
@@ -195,7 +186,7 @@ TPU_LOWERING(mean) {
   Dims dims = reduce_dims(ctx, "dim", x.rank());
   Value xa = hlo::convert(x, acc_type(out));
   Value s = hlo::reduce(xa, dims, ReduceKind::kSum);
-  s = hlo::div(s, filled(s, static_cast<double>(count(x.dims(), dims))));
+  s = hlo::div(s, hlo::full_like(s, static_cast<double>(count(x.dims(), dims))));
   return {finish(s, x.dims(), dims, keepdim(ctx))};
 }
 
@@ -293,7 +284,7 @@ std::pair<Value, Value> var_and_mean(LowerCtx& ctx, Value x, const Dims& dims, a
   Builder& b = ctx.b();
   double n = static_cast<double>(count(x.dims(), dims));
   Value sum = hlo::reduce(xa, dims, ReduceKind::kSum);
-  Value mean = hlo::div(sum, filled(sum, n));
+  Value mean = hlo::div(sum, hlo::full_like(sum, n));
   Value d = hlo::sub(xa, expand_back(mean, x.dims(), dims));
   Value ss = hlo::reduce(hlo::mul(d, d), dims, ReduceKind::kSum);
   Value corr = ctx.is_none("correction") ? scalar(b, acc, 1.0)
@@ -355,11 +346,9 @@ TPU_LOWERING(logsumexp) {
   if (!at::isFloatingType(out)) out = at::kFloat;
   Dims dims = reduce_dims(ctx, "dim", x.rank());
   Value xa = hlo::convert(x, acc_type(out));
-  Builder& b = ctx.b();
-  ElementType e = xa.element();
   Value m = reduce_extreme(xa, dims, true);
-  Value inf_m = hlo::compare(hlo::unary("abs", m), filled(m, INFINITY), "EQ");
-  m = hlo::select(inf_m, zeros(m), m);
+  Value inf_m = hlo::compare(hlo::unary("abs", m), hlo::full_like(m, INFINITY), "EQ");
+  m = hlo::select(inf_m, hlo::zeros_like(m), m);
   Value ex = hlo::unary("exponential", hlo::sub(xa, expand_back(m, x.dims(), dims)));
   Value r = hlo::add(hlo::unary("log", hlo::reduce(ex, dims, ReduceKind::kSum)), m);
   return {finish(r, x.dims(), dims, keepdim(ctx))};

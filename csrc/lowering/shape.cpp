@@ -1,4 +1,5 @@
 // Shape and indexing ops: cat, index_select, gather, flip, roll, tril, triu.
+#include <c10/core/WrapDimMinimal.h>
 #include <c10/util/Exception.h>
 
 #include "lowering/registry.h"
@@ -6,20 +7,6 @@
 namespace torch_tpu::lowering {
 
 namespace {
-
-// Value::dims() refers into the builder's type table, which emitting an op
-// may reallocate; these take the dims by value first.
-[[maybe_unused]] Value full_v(Builder& b, ElementType e, Dims dims, double v) { return hlo::full(b, e, dims, v); }
-[[maybe_unused]] Value zeros_v(Value x) { return full_v(x.builder(), x.element(), x.dims(), 0); }
-[[maybe_unused]] Value bcast_v(Value x, Dims dims) { return hlo::broadcast_to(x, dims); }
-
-
-int64_t wrap_dim(int64_t d, int64_t rank) {
-  int64_t r = rank == 0 ? 1 : rank;
-  TORCH_CHECK_INDEX(d >= -r && d < r, "Dimension out of range (expected to be in range of [", -r, ", ", r - 1,
-                    "], but got ", d, ")");
-  return d < 0 ? d + r : d;
-}
 
 Dims all_but(int64_t rank, int64_t skip) {
   Dims out;
@@ -34,7 +21,7 @@ TPU_LOWERING(cat) {
   at::ScalarType t = *ctx.out_dtype(0);
   Dims out_dims = *ctx.out_sizes(0);
   ElementType e = element_type(t);
-  int64_t dim = wrap_dim(ctx.int_arg("dim"), static_cast<int64_t>(out_dims.size()));
+  int64_t dim = c10::maybe_wrap_dim(ctx.int_arg("dim"), static_cast<int64_t>(out_dims.size()));
   std::vector<Value> parts;
   const auto& list = ctx.arg("tensors").toListRef();
   std::vector<Value> vals = ctx.tensor_list("tensors");
@@ -44,7 +31,7 @@ TPU_LOWERING(cat) {
     if (list[i].toTensor().numel() == 0) continue;
     parts.push_back(hlo::convert(vals[i], e));
   }
-  if (parts.empty()) return {full_v(ctx.b(), e, out_dims, 0)};
+  if (parts.empty()) return {hlo::full(ctx.b(), e, out_dims, 0)};
   return {hlo::concatenate(parts, dim)};
 }
 
@@ -52,7 +39,7 @@ TPU_LOWERING(index_select) {
   Value x = ctx.tensor("self");
   Value idx = ctx.tensor("index");
   int64_t rank = x.rank();
-  int64_t dim = wrap_dim(ctx.int_arg("dim"), rank);
+  int64_t dim = c10::maybe_wrap_dim(ctx.int_arg("dim"), rank);
   if (rank == 0) x = hlo::reshape(x, {1});
   int64_t k = idx.type().numel();
   idx = hlo::reshape(idx, {k, 1});
@@ -72,14 +59,14 @@ TPU_LOWERING(gather) {
   Value x = ctx.tensor("self");
   Value idx = ctx.tensor("index");
   int64_t rank = x.rank();
-  int64_t dim = wrap_dim(ctx.int_arg("dim"), rank);
+  int64_t dim = c10::maybe_wrap_dim(ctx.int_arg("dim"), rank);
   if (rank == 0) {
     x = hlo::reshape(x, {1});
     idx = hlo::reshape(idx, {1});
     rank = 1;
   }
   idx = hlo::convert(idx, ElementType::kI64);
-  if (idx.type().numel() == 0) return {full_v(ctx.b(), x.element(), idx.dims(), 0)};
+  if (idx.type().numel() == 0) return {hlo::full(ctx.b(), x.element(), idx.dims(), 0)};
   Dims col = idx.dims();
   col.push_back(1);
   std::vector<Value> coords;
@@ -101,7 +88,7 @@ TPU_LOWERING(flip) {
   Value x = ctx.tensor("self");
   Dims dims;
   for (auto d : ctx.ints_arg("dims")) {
-    int64_t w = wrap_dim(d, x.rank());
+    int64_t w = c10::maybe_wrap_dim(d, x.rank());
     if (x.rank() == 0) continue;
     bool seen = false;
     for (auto o : dims) seen |= o == w;
@@ -143,7 +130,7 @@ TPU_LOWERING(roll) {
               ", dims:", dims.size());
   bool scalar = x.rank() == 0;
   if (scalar) x = hlo::reshape(x, {1});
-  for (size_t i = 0; i < dims.size(); ++i) x = roll_dim(x, shifts[i], wrap_dim(dims[i], x.rank()));
+  for (size_t i = 0; i < dims.size(); ++i) x = roll_dim(x, shifts[i], c10::maybe_wrap_dim(dims[i], x.rank()));
   if (scalar) x = hlo::reshape(x, {});
   return {x};
 }
@@ -159,9 +146,9 @@ Value triangle(LowerCtx& ctx, bool lower) {
   Value rows = hlo::iota(b, ElementType::kI64, x.dims(), r - 2);
   Value cols = hlo::iota(b, ElementType::kI64, x.dims(), r - 1);
   Value diff = hlo::sub(cols, rows);
-  Value dv = full_v(b, ElementType::kI64, x.dims(), static_cast<double>(diag));
+  Value dv = hlo::full(b, ElementType::kI64, x.dims(), static_cast<double>(diag));
   Value keep = hlo::compare(diff, dv, lower ? "LE" : "GE");
-  return hlo::select(keep, x, zeros_v(x));
+  return hlo::select(keep, x, hlo::zeros_like(x));
 }
 
 }  // namespace

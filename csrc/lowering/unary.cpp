@@ -23,9 +23,9 @@ constexpr double kLn10 = 2.30258509299404568402;
 Value float_self(LowerCtx& ctx) { return ctx.operand("self", opmath(float_type(ctx.dtype_of("self")))); }
 
 Value un(const char* op, Value x) { return hlo::unary(op, x); }
-Value lt(Value a, double v) { return hlo::compare(a, cst(a, v), "LT"); }
+Value lt(Value a, double v) { return hlo::compare(a, hlo::full_like(a, v), "LT"); }
 Value sqrt_1mx2(Value x) {  // sqrt(1 - x^2), accurate near |x| = 1
-  return un("sqrt", hlo::mul(hlo::sub(cst(x, 1), x), hlo::add(cst(x, 1), x)));
+  return un("sqrt", hlo::mul(hlo::sub(hlo::full_like(x, 1), x), hlo::add(hlo::full_like(x, 1), x)));
 }
 
 // Coefficients of our own least-squares fits (relative error ~3e-8):
@@ -49,7 +49,7 @@ Value to_f32(Value x) {
 
 // erfc(a) for a >= 1 (garbage below, selected away by callers).
 Value erfc_ge1(Value a) {
-  Value t = hlo::div(cst(a, 1), hlo::mul(a, a));
+  Value t = hlo::div(hlo::full_like(a, 1), hlo::mul(a, a));
   Value p = hlo::select(lt(a, 2), polynomial(t, kErfcB), polynomial(t, kErfcC));
   Value e = un("exponential", hlo::neg(hlo::mul(a, a)));
   return hlo::div(hlo::mul(e, p), a);
@@ -73,7 +73,7 @@ namespace ew {
 Value erf(Value x_in) {
   Value x = to_f32(x_in);
   Value a = un("abs", x);
-  Value big = hlo::sub(cst(a, 1), erfc_ge1(a));
+  Value big = hlo::sub(hlo::full_like(a, 1), erfc_ge1(a));
   big = hlo::select(lt(x, 0), hlo::neg(big), big);
   Value r = hlo::select(lt(a, 1), erf_small(x), big);
   return hlo::select(is_nan(x), x, r);
@@ -83,8 +83,8 @@ Value erfc(Value x_in) {
   Value x = to_f32(x_in);
   Value a = un("abs", x);
   Value tail = erfc_ge1(a);
-  tail = hlo::select(lt(x, 0), hlo::sub(cst(a, 2), tail), tail);
-  Value r = hlo::select(lt(a, 1), hlo::sub(cst(x, 1), erf_small(x)), tail);
+  tail = hlo::select(lt(x, 0), hlo::sub(hlo::full_like(a, 2), tail), tail);
+  Value r = hlo::select(lt(a, 1), hlo::sub(hlo::full_like(x, 1), erf_small(x)), tail);
   return hlo::select(is_nan(x), x, r);
 }
 
@@ -97,11 +97,11 @@ Value erfc(Value x_in) {
   }
 
 TPU_FLOAT_UNARY(exp, un("exponential", x))
-TPU_FLOAT_UNARY(exp2, hlo::binary("power", cst(x, 2), x))
+TPU_FLOAT_UNARY(exp2, hlo::binary("power", hlo::full_like(x, 2), x))
 TPU_FLOAT_UNARY(expm1, un("exponential_minus_one", x))
 TPU_FLOAT_UNARY(log, un("log", x))
-TPU_FLOAT_UNARY(log2, hlo::mul(un("log", x), cst(x, 1 / kLn2)))
-TPU_FLOAT_UNARY(log10, hlo::mul(un("log", x), cst(x, 1 / kLn10)))
+TPU_FLOAT_UNARY(log2, hlo::mul(un("log", x), hlo::full_like(x, 1 / kLn2)))
+TPU_FLOAT_UNARY(log10, hlo::mul(un("log", x), hlo::full_like(x, 1 / kLn10)))
 TPU_FLOAT_UNARY(log1p, un("log_plus_one", x))
 TPU_FLOAT_UNARY(sqrt, un("sqrt", x))
 TPU_FLOAT_UNARY(rsqrt, un("rsqrt", x))
@@ -110,12 +110,12 @@ TPU_FLOAT_UNARY(cos, un("cosine", x))
 TPU_FLOAT_UNARY(tan, un("tan", x))
 TPU_FLOAT_UNARY(tanh, un("tanh", x))
 TPU_FLOAT_UNARY(sigmoid, un("logistic", x))
-TPU_FLOAT_UNARY(atan, hlo::binary("atan2", x, cst(x, 1)))
+TPU_FLOAT_UNARY(atan, hlo::binary("atan2", x, hlo::full_like(x, 1)))
 // asin(x) = 2 atan2(x, 1 + sqrt(1 - x^2))
-TPU_FLOAT_UNARY(asin, hlo::mul(cst(x, 2), hlo::binary("atan2", x, hlo::add(cst(x, 1), sqrt_1mx2(x)))))
+TPU_FLOAT_UNARY(asin, hlo::mul(hlo::full_like(x, 2), hlo::binary("atan2", x, hlo::add(hlo::full_like(x, 1), sqrt_1mx2(x)))))
 // acos(x) = 2 atan2(sqrt(1 - x^2), 1 + x), pi at x = -1
-TPU_FLOAT_UNARY(acos, hlo::select(hlo::compare(x, cst(x, -1), "EQ"), cst(x, kPi),
-                                  hlo::mul(cst(x, 2), hlo::binary("atan2", sqrt_1mx2(x), hlo::add(cst(x, 1), x)))))
+TPU_FLOAT_UNARY(acos, hlo::select(hlo::compare(x, hlo::full_like(x, -1), "EQ"), hlo::full_like(x, kPi),
+                                  hlo::mul(hlo::full_like(x, 2), hlo::binary("atan2", sqrt_1mx2(x), hlo::add(hlo::full_like(x, 1), x)))))
 TPU_FLOAT_UNARY(erf, ew::erf(x))
 TPU_FLOAT_UNARY(erfc, ew::erfc(x))
 
@@ -123,17 +123,17 @@ TPU_LOWERING(sinh) {
   Value x = float_self(ctx);
   Value a = un("abs", x);
   // |x| < 1: (expm1(x) - expm1(-x)) / 2; else sign(x) (e - 1/(4e)) with e = exp(|x| - ln 2).
-  Value small = hlo::mul(cst(x, 0.5), hlo::sub(un("exponential_minus_one", x), un("exponential_minus_one", hlo::neg(x))));
-  Value e = un("exponential", hlo::sub(a, cst(a, kLn2)));
-  Value big = hlo::sub(e, hlo::div(cst(e, 0.25), e));
+  Value small = hlo::mul(hlo::full_like(x, 0.5), hlo::sub(un("exponential_minus_one", x), un("exponential_minus_one", hlo::neg(x))));
+  Value e = un("exponential", hlo::sub(a, hlo::full_like(a, kLn2)));
+  Value big = hlo::sub(e, hlo::div(hlo::full_like(e, 0.25), e));
   big = hlo::select(lt(x, 0), hlo::neg(big), big);
   return {hlo::select(lt(a, 1), small, big)};
 }
 
 TPU_LOWERING(cosh) {
   Value x = float_self(ctx);
-  Value e = un("exponential", hlo::sub(un("abs", x), cst(x, kLn2)));
-  return {hlo::add(e, hlo::div(cst(e, 0.25), e))};
+  Value e = un("exponential", hlo::sub(un("abs", x), hlo::full_like(x, kLn2)));
+  return {hlo::add(e, hlo::div(hlo::full_like(e, 0.25), e))};
 }
 
 TPU_LOWERING(asinh) {
@@ -141,8 +141,8 @@ TPU_LOWERING(asinh) {
   Value a = un("abs", x);
   // log1p(a + a^2 / (1 + sqrt(1 + a^2))), or log(a) + ln 2 where a^2 overflows.
   Value a2 = hlo::mul(a, a);
-  Value r = un("log_plus_one", hlo::add(a, hlo::div(a2, hlo::add(cst(a, 1), un("sqrt", hlo::add(cst(a, 1), a2))))));
-  Value large = hlo::add(un("log", a), cst(a, kLn2));
+  Value r = un("log_plus_one", hlo::add(a, hlo::div(a2, hlo::add(hlo::full_like(a, 1), un("sqrt", hlo::add(hlo::full_like(a, 1), a2))))));
+  Value large = hlo::add(un("log", a), hlo::full_like(a, kLn2));
   r = hlo::select(lt(a, 1e18), r, large);
   return {hlo::select(lt(x, 0), hlo::neg(r), hlo::select(is_nan(x), x, r))};
 }
@@ -150,18 +150,18 @@ TPU_LOWERING(asinh) {
 TPU_LOWERING(acosh) {
   Value x = float_self(ctx);
   // log1p(t + sqrt(t (t + 2))), t = x - 1; log(x) + ln 2 for huge x.
-  Value t = hlo::sub(x, cst(x, 1));
-  Value r = un("log_plus_one", hlo::add(t, un("sqrt", hlo::mul(t, hlo::add(t, cst(t, 2))))));
-  Value large = hlo::add(un("log", x), cst(x, kLn2));
+  Value t = hlo::sub(x, hlo::full_like(x, 1));
+  Value r = un("log_plus_one", hlo::add(t, un("sqrt", hlo::mul(t, hlo::add(t, hlo::full_like(t, 2))))));
+  Value large = hlo::add(un("log", x), hlo::full_like(x, kLn2));
   r = hlo::select(lt(x, 1e18), r, large);
-  return {hlo::select(lt(x, 1), cst(x, std::numeric_limits<double>::quiet_NaN()), r)};
+  return {hlo::select(lt(x, 1), hlo::full_like(x, std::numeric_limits<double>::quiet_NaN()), r)};
 }
 
 TPU_LOWERING(atanh) {
   Value x = float_self(ctx);
   // 0.5 * log1p(2x / (1 - x))
-  Value q = hlo::div(hlo::mul(cst(x, 2), x), hlo::sub(cst(x, 1), x));
-  return {hlo::mul(cst(x, 0.5), un("log_plus_one", q))};
+  Value q = hlo::div(hlo::mul(hlo::full_like(x, 2), x), hlo::sub(hlo::full_like(x, 1), x));
+  return {hlo::mul(hlo::full_like(x, 0.5), un("log_plus_one", q))};
 }
 
 // ---- integer-preserving -----------------------------------------------------
@@ -200,7 +200,7 @@ TPU_LOWERING(round) {
   if (!hlo::is_float(x.element())) return {x};
   if (decimals == 0) return {un("round_nearest_even", x)};
   x = hlo::convert(x, element_type(opmath(ctx.dtype_of("self"))));
-  Value p = cst(x, std::pow(10.0, static_cast<double>(decimals > 0 ? decimals : -decimals)));
+  Value p = hlo::full_like(x, std::pow(10.0, static_cast<double>(decimals > 0 ? decimals : -decimals)));
   if (decimals > 0) return {hlo::div(un("round_nearest_even", hlo::mul(x, p)), p)};
   return {hlo::mul(un("round_nearest_even", hlo::div(x, p)), p)};
 }
@@ -210,7 +210,7 @@ TPU_LOWERING(sign) {
   Value x = ctx.tensor("self");
   if (x.element() == ElementType::kPred) return {x};
   Value s = un("sign", x);
-  if (hlo::is_float(x.element())) s = hlo::select(is_nan(x), cst(x, 0), s);
+  if (hlo::is_float(x.element())) s = hlo::select(is_nan(x), hlo::full_like(x, 0), s);
   return {s};
 }
 TPU_LOWERING_ALIAS(sgn, sign);
@@ -241,17 +241,17 @@ TPU_LOWERING(nan_to_num) {
   double nan = ctx.opt_float("nan").value_or(0.0);
   double posinf = ctx.opt_float("posinf").value_or(max_of(t));
   double neginf = ctx.opt_float("neginf").value_or(-max_of(t));
-  Value inf = cst(x, std::numeric_limits<double>::infinity());
-  Value r = hlo::select(hlo::compare(x, inf, "EQ"), cst(x, posinf), x);
-  r = hlo::select(hlo::compare(x, hlo::neg(inf), "EQ"), cst(x, neginf), r);
-  return {hlo::select(is_nan(x), cst(x, nan), r)};
+  Value inf = hlo::full_like(x, std::numeric_limits<double>::infinity());
+  Value r = hlo::select(hlo::compare(x, inf, "EQ"), hlo::full_like(x, posinf), x);
+  r = hlo::select(hlo::compare(x, hlo::neg(inf), "EQ"), hlo::full_like(x, neginf), r);
+  return {hlo::select(is_nan(x), hlo::full_like(x, nan), r)};
 }
 
 TPU_LOWERING(bitwise_not) { return {not_(ctx.tensor("self"))}; }
 
 TPU_LOWERING(logical_not) {
   Value x = ctx.tensor("self");
-  return {hlo::compare(x, cst(x, 0), "EQ")};
+  return {hlo::compare(x, hlo::full_like(x, 0), "EQ")};
 }
 
 // clamp(self, min?, max?) with Scalar or Tensor bounds; also clamp_min /
