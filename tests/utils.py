@@ -58,6 +58,34 @@ def check(fn, *args, atol=None, rtol=None, **kwargs):
     return actual
 
 
+def check_grad(fn, *inputs, grad_out=None, atol=None, rtol=None):
+    """fn(*inputs) on CPU and on tpu copies, then backward with the same
+    upstream gradient (random unless `grad_out`): outputs and the .grad of
+    every floating-point tensor input must match."""
+
+    def prepare(x, device):
+        if not isinstance(x, torch.Tensor):
+            return x
+        return x.detach().clone().to(device).requires_grad_(x.is_floating_point())
+
+    cpu = [prepare(x, "cpu") for x in inputs]
+    tpu = [prepare(x, "tpu") for x in inputs]
+    out_c, out_t = fn(*cpu), fn(*tpu)
+    assert out_t.device.type == "tpu", f"result on {out_t.device}, expected tpu"
+    assert_close(out_t.detach(), out_c.detach(), atol=atol, rtol=rtol)
+    g = grad_out if grad_out is not None else make(out_c.shape, out_c.dtype, seed=7)
+    out_c.backward(g)
+    out_t.backward(g.to("tpu"))
+    for c, t in zip(cpu, tpu):
+        if not (isinstance(c, torch.Tensor) and c.requires_grad):
+            continue
+        if c.grad is None:
+            assert t.grad is None
+        else:
+            assert t.grad is not None and t.grad.device.type == "tpu"
+            assert_close(t.grad, c.grad, atol=atol, rtol=rtol)
+
+
 def noncontiguous(t: torch.Tensor) -> torch.Tensor:
     """The same values as `t` in a transposed-and-strided layout."""
     if t.dim() == 0:

@@ -4,8 +4,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from gradcheck_util import check_grad
-from utils import check, make, noncontiguous
+from utils import check, check_grad, make, noncontiguous
 
 F32, BF16, I64 = torch.float32, torch.bfloat16, torch.int64
 

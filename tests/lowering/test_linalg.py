@@ -2,41 +2,15 @@
 addbmm, mv, addmv, dot, vdot, and the composites built on them (matmul,
 nn.functional.linear) with their gradients."""
 
-import re
 
 import pytest
 import torch
 import torch.nn.functional as F
 
-from utils import assert_close, check, make, noncontiguous
+from utils import assert_close, check, check_grad, make, noncontiguous
 
 F32, BF16, I64, I32 = torch.float32, torch.bfloat16, torch.int64, torch.int32
 DTYPES = [F32, BF16, I64]
-
-
-
-def run_or_skip(fn):
-    # Every family is merged now, so a missing lowering fails the test.
-    return fn()
-
-
-def check_grad(fn, *inputs, atol=None, rtol=None):
-    """Gradients of fn w.r.t. its inputs, CPU vs tpu, for a random upstream grad."""
-    cpu = [x.clone().requires_grad_() if x is not None else None for x in inputs]
-    tpu = [x.detach().to("tpu").requires_grad_() if x is not None else None for x in inputs]
-    out_c = fn(*cpu)
-    g = make(out_c.shape, out_c.dtype, seed=7)
-    out_c.backward(g)
-
-    def tpu_side():
-        out_t = fn(*tpu)
-        assert_close(out_t, out_c.detach(), atol=atol, rtol=rtol)
-        out_t.backward(g.to("tpu"))
-
-    run_or_skip(tpu_side)
-    for c, t in zip(cpu, tpu):
-        if c is not None:
-            assert_close(t.grad, c.grad, atol=atol, rtol=rtol)
 
 
 def tol(dtype):
@@ -140,15 +114,15 @@ MATMUL_SHAPES = [
 @pytest.mark.parametrize("dtype", [F32, BF16, I64])
 @pytest.mark.parametrize("sa,sb", MATMUL_SHAPES)
 def test_matmul(sa, sb, dtype):
-    run_or_skip(lambda: check(torch.matmul, make(sa, dtype), make(sb, dtype, seed=1), **tol(dtype)))
+    check(torch.matmul, make(sa, dtype), make(sb, dtype, seed=1), **tol(dtype))
 
 
 @pytest.mark.parametrize("dtype", [F32, BF16])
 @pytest.mark.parametrize("shape", [(4, 6), (2, 3, 6), (6,)])
 def test_linear(shape, dtype):
     x, w, b = make(shape, dtype), make((5, 6), dtype, seed=1), make((5,), dtype, seed=2)
-    run_or_skip(lambda: check(F.linear, x, w, b, **tol(dtype)))
-    run_or_skip(lambda: check(F.linear, x, w, **tol(dtype)))
+    check(F.linear, x, w, b, **tol(dtype))
+    check(F.linear, x, w, **tol(dtype))
 
 
 # ---- gradients ----------------------------------------------------------------------
@@ -194,7 +168,7 @@ def test_mlp_training_step():
         return loss
 
     lc = step(cpu, x)
-    lt = run_or_skip(lambda: step(tpu, x.to("tpu")))
+    lt = step(tpu, x.to("tpu"))
     assert_close(lt, lc.detach())
     for (n, pc), pt in zip(cpu.named_parameters(), tpu.parameters()):
         assert_close(pt.grad, pc.grad)

@@ -5,25 +5,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from utils import assert_close, check, make, noncontiguous, to_tpu
+from utils import assert_close, check, check_grad, make, noncontiguous, to_tpu
 
 FLOATS = [torch.float32, torch.bfloat16]
-
-
-def grad_check(fn, *inputs, grad_out=None, atol=None, rtol=None):
-    """fn(*inputs) on CPU and tpu; compares outputs and input gradients."""
-    cpu = [x.detach().clone().requires_grad_(x.is_floating_point()) for x in inputs]
-    tpu = [x.detach().clone().to("tpu").requires_grad_(x.is_floating_point()) for x in inputs]
-    out_c, out_t = fn(*cpu), fn(*tpu)
-    assert out_t.device.type == "tpu"
-    assert_close(out_t, out_c.detach(), atol=atol, rtol=rtol)
-    g = grad_out if grad_out is not None else make(out_c.shape, out_c.dtype, seed=7)
-    out_c.backward(g)
-    out_t.backward(g.to("tpu"))
-    for c, t in zip(cpu, tpu):
-        if c.requires_grad:
-            assert t.grad is not None and t.grad.device.type == "tpu"
-            assert_close(t.grad, c.grad, atol=atol, rtol=rtol)
 
 
 # ---- softmax / log_softmax ---------------------------------------------------------
@@ -60,8 +44,8 @@ def test_softmax_out():
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("fn", [torch.softmax, torch.log_softmax])
 def test_softmax_grad(fn, dtype):
-    grad_check(lambda x: fn(x, -1), make((3, 5), dtype))
-    grad_check(lambda x: fn(x, 0), make((4, 2), dtype))
+    check_grad(lambda x: fn(x, -1), make((3, 5), dtype))
+    check_grad(lambda x: fn(x, 0), make((4, 2), dtype))
 
 
 # ---- layer norm ---------------------------------------------------------------------
@@ -96,9 +80,9 @@ def test_layer_norm_grad(dtype):
     # bf16: CPU rounds intermediate terms of the input gradient differently.
     tol = dict(atol=6e-2, rtol=2e-2) if dtype == torch.bfloat16 else {}
     x, w, b = make((4, 6), dtype), make((6,), dtype, seed=1), make((6,), dtype, seed=2)
-    grad_check(lambda x, w, b: F.layer_norm(x, (6,), w, b), x, w, b, **tol)
-    grad_check(lambda x: F.layer_norm(x, (6,)), x, **tol)
-    grad_check(lambda x, w, b: F.layer_norm(x, (2, 3), w, b), make((3, 2, 3), dtype),
+    check_grad(lambda x, w, b: F.layer_norm(x, (6,), w, b), x, w, b, **tol)
+    check_grad(lambda x: F.layer_norm(x, (6,)), x, **tol)
+    check_grad(lambda x, w, b: F.layer_norm(x, (2, 3), w, b), make((3, 2, 3), dtype),
                make((2, 3), dtype, seed=1), make((2, 3), dtype, seed=2), **tol)
 
 
@@ -167,7 +151,7 @@ def test_dropout_p0_and_eval(dtype):
 
 
 def test_dropout_p0_grad():
-    grad_check(lambda x: F.dropout(x, 0.0, training=True), make((3, 4)))
+    check_grad(lambda x: F.dropout(x, 0.0, training=True), make((3, 4)))
 
 
 @pytest.mark.parametrize("p", [0.2, 0.5, 0.9])
@@ -233,7 +217,7 @@ def test_nll_loss_2d(reduction):
     t[0, 0, 0] = -100
     w = make((3,), low=0.5, high=1.5, seed=2)
     check(lambda x, t, w: F.nll_loss(x, t, weight=w, reduction=reduction), x, t, w)
-    grad_check(lambda x: F.nll_loss(x, t if x.device.type == "cpu" else t.to("tpu"), reduction=reduction), x,
+    check_grad(lambda x: F.nll_loss(x, t if x.device.type == "cpu" else t.to("tpu"), reduction=reduction), x,
                grad_out=make((2, 4, 5), seed=4) if reduction == "none" else torch.tensor(1.5))
 
 
@@ -243,7 +227,7 @@ def test_cross_entropy_grad(dtype, kw):
     x = make((5, 7), dtype)
     t = torch.tensor([1, 0, 6, 3, 1])
     tt = t.to("tpu")
-    grad_check(lambda x: F.cross_entropy(x, t if x.device.type == "cpu" else tt, **kw), x,
+    check_grad(lambda x: F.cross_entropy(x, t if x.device.type == "cpu" else tt, **kw), x,
                grad_out=torch.tensor(1.0, dtype=dtype))
 
 
@@ -252,7 +236,7 @@ def test_cross_entropy_weighted_none_grad():
     t = torch.tensor([1, 0, 6, 3, 1])
     w = make((7,), low=0.1, high=2.0, seed=9)
     tt, wt = t.to("tpu"), w.to("tpu")
-    grad_check(lambda x: F.cross_entropy(x, t if x.device.type == "cpu" else tt,
+    check_grad(lambda x: F.cross_entropy(x, t if x.device.type == "cpu" else tt,
                                          weight=w if x.device.type == "cpu" else wt, reduction="none"), x)
 
 
@@ -263,7 +247,7 @@ def test_cross_entropy_weighted_none_grad():
 def test_mse_loss(reduction):
     a, b = make((3, 4)), make((3, 4), seed=1)
     check(lambda a, b: F.mse_loss(a, b, reduction=reduction), a, b)
-    grad_check(lambda a, b: F.mse_loss(a, b, reduction=reduction), a, b,
+    check_grad(lambda a, b: F.mse_loss(a, b, reduction=reduction), a, b,
                grad_out=make((3, 4), seed=2) if reduction == "none" else torch.tensor(0.7))
 
 

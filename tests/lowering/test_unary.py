@@ -3,8 +3,7 @@
 import pytest
 import torch
 
-from gradcheck_util import check_grad
-from utils import check, make, noncontiguous
+from utils import check, check_grad, make, noncontiguous
 
 F32, BF16, F16, I64, I32, BOOL = torch.float32, torch.bfloat16, torch.float16, torch.int64, torch.int32, torch.bool
 
