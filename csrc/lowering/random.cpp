@@ -36,6 +36,12 @@ at::ScalarType out_type(LowerCtx& ctx) {
   return ctx.tensor_arg("self").scalar_type();
 }
 
+// A distribution's Scalar parameter (from, to, lambd, ...) as a runtime
+// operand of the compute type, broadcast to the output.
+Value distribution_param(LowerCtx& ctx, const char* name, ElementType ce, const Dims& dims) {
+  return hlo::broadcast_to(ctx.operand(name, scalar_type(ce)), dims);
+}
+
 }  // namespace
 
 Value uniform_bits_to_float(Value bits, ElementType e) {
@@ -79,11 +85,10 @@ Value standard_normal(Value key, Dims dims, ElementType e) {
 TPU_LOWERING(uniform) {
   at::ScalarType t = out_type(ctx);
   ElementType ce = compute_float(t);
-  at::ScalarType cs = scalar_type(ce);
   Dims dims = out_dims(ctx);
   Value u = uniform01(ctx.rng_key(), dims, ce);
-  Value from = hlo::broadcast_to(ctx.operand("from", cs), dims);
-  Value to = hlo::broadcast_to(ctx.operand("to", cs), dims);
+  Value from = distribution_param(ctx, "from", ce, dims);
+  Value to = distribution_param(ctx, "to", ce, dims);
   Value r = hlo::add(from, hlo::mul(u, hlo::sub(to, from)));
   if (t == at::kBFloat16 || t == at::kHalf) {
     // Rounding may land on `to`; keep the interval half-open like CPU.
@@ -97,26 +102,21 @@ TPU_LOWERING(uniform) {
   return {r};
 }
 
-TPU_LOWERING(normal) {
-  at::ScalarType t = out_type(ctx);
-  ElementType ce = compute_float(t);
-  at::ScalarType cs = scalar_type(ce);
+namespace {
+
+// mean + std * N(0, 1), shared by normal and log_normal.
+Value scaled_normal(LowerCtx& ctx, ElementType ce) {
   Dims dims = out_dims(ctx);
   Value z = standard_normal(ctx.rng_key(), dims, ce);
-  Value mean = hlo::broadcast_to(ctx.operand("mean", cs), dims);
-  Value std = hlo::broadcast_to(ctx.operand("std", cs), dims);
-  return {hlo::add(mean, hlo::mul(z, std))};
+  return hlo::add(distribution_param(ctx, "mean", ce, dims), hlo::mul(z, distribution_param(ctx, "std", ce, dims)));
 }
 
+}  // namespace
+
+TPU_LOWERING(normal) { return {scaled_normal(ctx, compute_float(out_type(ctx)))}; }
+
 TPU_LOWERING(log_normal) {
-  at::ScalarType t = out_type(ctx);
-  ElementType ce = compute_float(t);
-  at::ScalarType cs = scalar_type(ce);
-  Dims dims = out_dims(ctx);
-  Value z = standard_normal(ctx.rng_key(), dims, ce);
-  Value mean = hlo::broadcast_to(ctx.operand("mean", cs), dims);
-  Value std = hlo::broadcast_to(ctx.operand("std", cs), dims);
-  return {hlo::unary("exponential", hlo::add(mean, hlo::mul(z, std)))};
+  return {hlo::unary("exponential", scaled_normal(ctx, compute_float(out_type(ctx))))};
 }
 
 TPU_LOWERING(bernoulli) {
@@ -139,7 +139,7 @@ TPU_LOWERING(exponential) {
   ElementType ce = compute_float(t);
   Dims dims = out_dims(ctx);
   Value u = uniform01(ctx.rng_key(), dims, ce);
-  Value lambd = hlo::broadcast_to(ctx.operand("lambd", scalar_type(ce)), dims);
+  Value lambd = distribution_param(ctx, "lambd", ce, dims);
   // -log(1 - u) / lambda with 1 - u in (0, 1].
   Value l = hlo::unary("log_plus_one", hlo::neg(u));
   return {hlo::div(hlo::neg(l), lambd)};
@@ -150,7 +150,7 @@ TPU_LOWERING(geometric) {
   ElementType ce = compute_float(t);
   Dims dims = out_dims(ctx);
   Value u = uniform01(ctx.rng_key(), dims, ce);
-  Value p = hlo::broadcast_to(ctx.operand("p", scalar_type(ce)), dims);
+  Value p = distribution_param(ctx, "p", ce, dims);
   Value num = hlo::unary("log_plus_one", hlo::neg(u));  // log(1 - u), in (-inf, 0]
   Value den = hlo::unary("log_plus_one", hlo::neg(p));
   Value k = hlo::unary("ceil", hlo::div(num, den));
@@ -160,11 +160,10 @@ TPU_LOWERING(geometric) {
 TPU_LOWERING(cauchy) {
   at::ScalarType t = out_type(ctx);
   ElementType ce = compute_float(t);
-  at::ScalarType cs = scalar_type(ce);
   Dims dims = out_dims(ctx);
   Value u = uniform01(ctx.rng_key(), dims, ce);
-  Value median = hlo::broadcast_to(ctx.operand("median", cs), dims);
-  Value sigma = hlo::broadcast_to(ctx.operand("sigma", cs), dims);
+  Value median = distribution_param(ctx, "median", ce, dims);
+  Value sigma = distribution_param(ctx, "sigma", ce, dims);
   Value angle = hlo::mul(hlo::full_like(u, M_PI), hlo::sub(u, hlo::full_like(u, 0.5)));
   return {hlo::add(median, hlo::mul(sigma, hlo::unary("tan", angle)))};
 }
