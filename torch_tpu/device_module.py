@@ -3,7 +3,6 @@ that a training script uses."""
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any
 
 import torch
@@ -197,7 +196,3 @@ def reset_peak_memory_stats(device: Any = None) -> None:
 def empty_cache() -> None:
     """Nothing is cached: freed tensors release their device buffers."""
 
-
-@contextlib.contextmanager
-def _noop():
-    yield

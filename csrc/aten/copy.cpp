@@ -13,12 +13,8 @@
 namespace torch_tpu::aten {
 namespace {
 
-int64_t storage_numel(const at::Tensor& t) {
-  return static_cast<int64_t>(t.storage().nbytes()) / static_cast<int64_t>(t.element_size());
-}
-
 bool covers(const at::Tensor& t) {
-  return lowering::covers_storage({t.sizes(), t.strides(), t.storage_offset()}, storage_numel(t));
+  return lowering::covers_storage({t.sizes(), t.strides(), t.storage_offset()}, device::storage_numel(t));
 }
 
 // tpu -> tpu on one device: the "copy" lowering (converts and broadcasts).

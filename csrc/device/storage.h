@@ -5,6 +5,7 @@
 
 #include <c10/core/Allocator.h>
 #include <c10/core/ScalarType.h>
+#include <ATen/core/TensorBase.h>
 #include <c10/core/Storage.h>
 
 #include "runtime/runtime.h"
@@ -22,6 +23,11 @@ struct StorageBuffer {
 };
 
 at::Allocator* allocator();
+
+// Elements of `t`'s dtype that its storage holds (the buffer's length).
+inline int64_t storage_numel(const at::TensorBase& t) {
+  return static_cast<int64_t>(t.storage().nbytes()) / static_cast<int64_t>(t.element_size());
+}
 
 // The buffer record behind a tpu storage.
 StorageBuffer& storage_buffer(const c10::Storage& storage);

@@ -193,7 +193,7 @@ struct MetaResult {
 
 at::Tensor to_meta(const at::Tensor& t, std::unordered_map<const void*, at::Tensor>& bases) {
   if (!t.defined() || !t.is_privateuseone()) return t;
-  int64_t numel = static_cast<int64_t>(t.storage().nbytes()) / static_cast<int64_t>(t.element_size());
+  int64_t numel = device::storage_numel(t);
   auto opts = t.options().device(at::kMeta);
   if (t.storage_offset() == 0 && t.numel() == numel && t.is_contiguous())
     return at::empty_strided(t.sizes(), t.strides(), opts);
@@ -339,7 +339,7 @@ std::shared_ptr<Program> compile_op(const c10::OperatorHandle& op, std::vector<c
     const at::Tensor& t = tensor_at(args, arg, item);
     Value v = fit(take(), t.scalar_type(), t.sizes().vec());
     const void* key = t.storage().unsafeGetStorageImpl();
-    int64_t numel = static_cast<int64_t>(t.storage().nbytes()) / static_cast<int64_t>(t.element_size());
+    int64_t numel = device::storage_numel(t);
     lowering::ViewLayout layout{t.sizes(), t.strides(), t.storage_offset()};
     for (auto& [k, cur] : storages) {
       if (k == key) {  // a second write into the same storage builds on the first

@@ -129,8 +129,7 @@ Value LowerCtx::storage_param(int arg, int item) {
   for (auto& [k, v] : storages_)
     if (k == key) return v;
   auto& sb = device::storage_buffer(t.storage());
-  int64_t itemsize = static_cast<int64_t>(t.element_size());
-  int64_t numel = static_cast<int64_t>(t.storage().nbytes()) / itemsize;
+  int64_t numel = device::storage_numel(t);
   Value v;
   if (!sb.buffer) {
     // Never written: reads as zeros, and needs no runtime operand.
