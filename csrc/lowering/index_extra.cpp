@@ -5,6 +5,7 @@
 // Indices are not checked against the sizes (that would need a device
 // sync): out-of-range gathers read a clamped element, out-of-range scatter
 // updates are dropped (StableHLO semantics), where PyTorch CPU raises.
+#include <ATen/MemoryOverlap.h>
 #include <c10/core/WrapDimMinimal.h>
 #include <c10/util/Exception.h>
 
@@ -18,6 +19,16 @@ namespace torch_tpu::lowering {
 namespace {
 
 using hlo::ScatterDims;
+
+// Like CPU, refuse to write through a tensor whose elements share memory
+// (an expanded out= or self): the result would depend on write order.
+void check_writes(LowerCtx& ctx) {
+  for (const auto& a : ctx.schema().arguments()) {
+    if (!a.alias_info() || !a.alias_info()->isWrite()) continue;
+    const auto& v = ctx.arg(a.name());
+    if (v.isTensor() && v.toTensor().defined()) at::assert_no_internal_overlap(v.toTensor());
+  }
+}
 
 Dims all_but(int64_t rank, int64_t skip) {
   Dims out;
@@ -192,6 +203,7 @@ Value updates_of(LowerCtx& ctx, const Dims& shape, at::ScalarType t) {
 // scatter / scatter_add / scatter_reduce share this: self, dim, index and
 // updates (src or value) taken from the context.
 Value scatter_dim_rule(LowerCtx& ctx, std::optional<Reduce> r, bool include_self) {
+  check_writes(ctx);
   Value self = ctx.tensor("self");
   at::ScalarType t = ctx.tensor_arg("self").scalar_type();
   Value index = ctx.tensor("index");
@@ -235,6 +247,7 @@ namespace {
 // index_add / index_copy / index_fill / index_reduce: whole slices of self
 // along `dim` chosen by a 1-D (or 0-dim) index.
 Value index_dim_rule(LowerCtx& ctx, std::optional<Reduce> r, bool include_self, bool scale_by_alpha = false) {
+  check_writes(ctx);
   Value self = ctx.tensor("self");
   at::ScalarType t = ctx.tensor_arg("self").scalar_type();
   Value index = ctx.tensor("index");
@@ -279,6 +292,7 @@ TPU_LOWERING(index_reduce) {
 
 // take(self, index): self flattened, read at index (any shape).
 TPU_LOWERING(take) {
+  check_writes(ctx);
   Value self = ctx.tensor("self");
   Value index = ctx.tensor("index");
   int64_t n = self.type().numel();
@@ -288,6 +302,7 @@ TPU_LOWERING(take) {
 
 // put(self, index, source, accumulate): self flattened, written at index.
 TPU_LOWERING(put) {
+  check_writes(ctx);
   Value self = ctx.tensor("self");
   at::ScalarType t = ctx.tensor_arg("self").scalar_type();
   Value index = ctx.tensor("index");
@@ -304,6 +319,9 @@ TPU_LOWERING(put) {
 // masked_scatter(self, mask, source): the elements of self where mask is
 // true, in row-major order, take consecutive elements of source.
 TPU_LOWERING(masked_scatter) {
+  check_writes(ctx);
+  TORCH_CHECK(ctx.dtype_of("mask") == at::kBool, "masked_scatter_ only supports boolean masks, but got mask with dtype ",
+              ctx.dtype_of("mask"));
   at::ScalarType t = ctx.tensor_arg("self").scalar_type();
   Dims out = ctx.out_sizes(0) ? *ctx.out_sizes(0) : ctx.tensor_arg("self").sizes().vec();
   Value self = hlo::broadcast_to(ctx.tensor("self"), out);

@@ -215,3 +215,31 @@ def test_embedding_grad_padding_and_freq():
     idx = torch.tensor([[0, 2, 2], [5, 2, 1]])
     check_grad(lambda w_: F.embedding(idx.to(w_.device), w_, padding_idx=2), make((6, 3)))
     check_grad(lambda w_: F.embedding(idx.to(w_.device), w_, scale_grad_by_freq=True), make((6, 3)))
+
+
+# ---- composite ops of the family (no own rule: built from the ones above) -----------------
+
+def test_unsafe_index_ops_and_view_backwards():
+    A = torch.ops.aten
+    x = make((4, 5))
+    m = torch.tensor([[True], [False], [True]])
+    check(lambda a, i: A._unsafe_index(a, [None, i]), x, torch.tensor([0, 3, -1]))
+    check(lambda a, i, v: A._unsafe_index_put(a, [i], v, True), x, torch.tensor([0, 0, 2]), make((3, 5), seed=1))
+    check(lambda a, m, i: A._unsafe_masked_index(a, m, [i], 0.5), x, m, torch.tensor([0, 9, 2]))
+    check(lambda a, m, i, v: A._unsafe_masked_index_put_accumulate(a, m, [i], v), x, m, torch.tensor([0, 9, 0]),
+          make((3, 5), seed=2))
+    check(lambda g: A.select_backward(g, [4, 5], 1, 2), make((4,)))
+    check(lambda g: A.slice_backward(g, [4, 5], 1, 1, 5, 2), make((4, 2)))
+    check(lambda g: A.diagonal_backward(g, [4, 5], 1, 0, 1), make((4,)))
+
+
+# ---- errors CPU raises from metadata --------------------------------------------------------
+
+def test_errors_match_cpu():
+    x = make((6,))
+    for dev in ["cpu", "tpu"]:
+        out = torch.zeros(1, device=dev).expand(3)
+        with pytest.raises(RuntimeError, match="unsupported operation"):
+            torch.take(x.to(dev), torch.tensor([2, 1, 0], device=dev), out=out)
+        with pytest.raises(RuntimeError, match="only supports boolean masks"):
+            x.to(dev).masked_scatter(torch.ones(6, dtype=torch.uint8, device=dev), x.to(dev))
