@@ -293,6 +293,10 @@ TPU_LOWERING(index_reduce) {
 // take(self, index): self flattened, read at index (any shape).
 TPU_LOWERING(take) {
   check_writes(ctx);
+  if (ctx.is_tensor("out")) {
+    at::assert_no_overlap(ctx.tensor_arg("out"), ctx.tensor_arg("self"));
+    at::assert_no_overlap(ctx.tensor_arg("out"), ctx.tensor_arg("index"));
+  }
   Value self = ctx.tensor("self");
   Value index = ctx.tensor("index");
   int64_t n = self.type().numel();
@@ -303,6 +307,8 @@ TPU_LOWERING(take) {
 // put(self, index, source, accumulate): self flattened, written at index.
 TPU_LOWERING(put) {
   check_writes(ctx);
+  at::assert_no_overlap(ctx.tensor_arg("self"), ctx.tensor_arg("index"));
+  at::assert_no_overlap(ctx.tensor_arg("self"), ctx.tensor_arg("source"));
   Value self = ctx.tensor("self");
   at::ScalarType t = ctx.tensor_arg("self").scalar_type();
   Value index = ctx.tensor("index");

@@ -248,3 +248,9 @@ def test_errors_match_cpu():
             torch.take(x.to(dev), torch.tensor([2, 1, 0], device=dev), out=out)
         with pytest.raises(RuntimeError, match="only supports boolean masks"):
             x.to(dev).masked_scatter(torch.ones(6, dtype=torch.uint8, device=dev), x.to(dev))
+        src = make((6,)).to(dev)
+        ind = torch.tensor([2, 1, 0], device=dev)
+        with pytest.raises(RuntimeError, match="unsupported operation"):
+            torch.take(src, ind, out=src)
+        with pytest.raises(RuntimeError, match="unsupported operation"):
+            torch.take(ind.clone(), ind[1:], out=ind[:-1])
