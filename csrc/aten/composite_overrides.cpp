@@ -10,6 +10,8 @@ namespace torch_tpu::aten {
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   // Otherwise a native_batch_norm decomposition.
   m.impl("native_layer_norm", torch::CppFunction::makeFromBoxedFunction<&exec::run_lowered_op>());
+  // Otherwise masked_select, which reads its size from the device (a sync).
+  m.impl("masked_scatter_backward", torch::CppFunction::makeFromBoxedFunction<&exec::run_lowered_op>());
 }
 
 }  // namespace torch_tpu::aten
