@@ -1,5 +1,6 @@
 #include "exec/op_runner.h"
 
+#include <algorithm>
 #include <ATen/EmptyTensor.h>
 #include <ATen/core/Generator.h>
 #include <ATen/ops/empty.h>
@@ -7,6 +8,7 @@
 #include <c10/core/DeviceGuard.h>
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 #include <sstream>
@@ -60,7 +62,12 @@ void append_int(std::string& k, int64_t v) {
   k += ',';
 }
 
-void append_tensor(std::string& k, const at::Tensor& t) {
+// `storages`: the storages seen so far in this key. Which arguments share a
+// storage shapes the program (they become one parameter), so each tensor
+// records the position of its storage among them.
+using SeenStorages = std::vector<const void*>;
+
+void append_tensor(std::string& k, const at::Tensor& t, SeenStorages& storages) {
   if (t.device().is_cpu()) {
     k += 'c';
     append_int(k, static_cast<int>(t.scalar_type()));
@@ -77,6 +84,11 @@ void append_tensor(std::string& k, const at::Tensor& t) {
   append_int(k, static_cast<int64_t>(t.storage().nbytes()));
   auto& sb = device::storage_buffer(t.storage());
   append_int(k, sb.buffer ? static_cast<int>(sb.dtype) : -1);
+  const void* impl = t.storage().unsafeGetStorageImpl();
+  size_t pos = std::find(storages.begin(), storages.end(), impl) - storages.begin();
+  if (pos == storages.size()) storages.push_back(impl);
+  k += 's';
+  append_int(k, static_cast<int64_t>(pos));
 }
 
 // Ops whose output shape follows from Scalar arguments: their Scalars are
@@ -92,10 +104,11 @@ bool is_scalar_type(const c10::Argument& a) {
   return kind == c10::TypeKind::NumberType;
 }
 
-void append_value(std::string& k, const c10::IValue& v, const c10::Argument& a, bool static_scalars) {
+void append_value(std::string& k, const c10::IValue& v, const c10::Argument& a, bool static_scalars,
+                  SeenStorages& storages) {
   if (v.isTensor()) {
     if (v.toTensor().defined())
-      append_tensor(k, v.toTensor());
+      append_tensor(k, v.toTensor(), storages);
     else
       k += 'N';
   } else if (v.isNone()) {
@@ -104,7 +117,7 @@ void append_value(std::string& k, const c10::IValue& v, const c10::Argument& a, 
     auto list = v.toListRef();
     k += 'L';
     append_int(k, static_cast<int64_t>(list.size()));
-    for (const auto& e : list) append_value(k, e, a, static_scalars);
+    for (const auto& e : list) append_value(k, e, a, static_scalars, storages);
   } else if (v.isScalar() && !static_scalars && is_scalar_type(a)) {
     // A Scalar (or Scalar?) argument is a runtime operand: only its kind
     // shapes the program.
@@ -341,9 +354,11 @@ std::shared_ptr<Program> compile_op(const c10::OperatorHandle& op, std::vector<c
     const void* key = t.storage().unsafeGetStorageImpl();
     int64_t numel = device::storage_numel(t);
     lowering::ViewLayout layout{t.sizes(), t.strides(), t.storage_offset()};
-    for (auto& [k, cur] : storages) {
-      if (k == key) {  // a second write into the same storage builds on the first
-        cur = lowering::write_view(cur, layout, v);
+    for (size_t i = 0; i < storages.size(); ++i) {
+      if (storages[i].first == key) {  // a second write into the same storage builds on the first
+        Value& cur = storages[i].second;
+        cur = lowering::write_view(lowering::reinterpret_storage(cur, v.element()), layout, v);
+        writes[i].dtype = t.scalar_type();
         return;
       }
     }
@@ -564,7 +579,8 @@ void run_lowered_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   key += std::to_string(device);
   key += '#';
   bool static_scalars = scalars_shape_output(schema);
-  for (size_t i = 0; i < n; ++i) append_value(key, args[i], schema.arguments()[i], static_scalars);
+  SeenStorages storages;
+  for (size_t i = 0; i < n; ++i) append_value(key, args[i], schema.arguments()[i], static_scalars, storages);
 
   auto& c = cache();
   auto it = c.find(key);

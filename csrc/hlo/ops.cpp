@@ -51,7 +51,7 @@ std::string float_literal(ElementType e, double v) {
 }
 
 const char* compare_type(ElementType e) {
-  if (is_float(e)) return "FLOAT";
+  if (is_float(e) || is_complex(e)) return "FLOAT";
   if (is_signed_int(e)) return "SIGNED";
   return "UNSIGNED";
 }
@@ -81,6 +81,7 @@ std::string dims_list(const Dims& d) {
 }
 
 Value constant(Builder& b, ElementType e, double v) {
+  if (is_complex(e)) return convert(constant(b, complex_component(e), v), e);  // v + 0i
   std::string lit;
   if (is_float(e)) {
     lit = float_literal(e, v);
