@@ -187,3 +187,12 @@ def test_chebyshev_large_n(name):
     fn = POLY[name]
     x = torch.tensor([-1.05, -0.7, 0.2, 0.99, 1.01, 1.3]).reshape(6, 1)
     check(fn, x, torch.tensor([30.0, 33.0, 40.0, 60.0]), atol=1e-3, rtol=2e-3)
+
+
+@pytest.mark.parametrize("fn", [torch.igamma, torch.igammac])
+def test_incomplete_gamma(fn):
+    a = torch.tensor([0.0, 0.1, 0.5, 1.0, 2.0, 3.5, 7.0, 15.0, 20.0, float("inf"), -1.0]).reshape(-1, 1)
+    x = torch.tensor([0.0, 1e-3, 0.3, 0.5, 0.8, 1.0, 1.05, 1.5, 3.0, 8.9, 20.0, 50.0, float("inf"), -1.0])
+    check(fn, a, x, atol=1e-5, rtol=1e-4)
+    check(lambda p, q: getattr(p, fn.__name__ + "_")(q), make((3, 4), low=0.1, high=5), make((4,), low=0, high=8),
+          atol=1e-5, rtol=1e-4)
