@@ -424,7 +424,7 @@ Value airy_ai(Value x) {
   Value f = K(x, 1), g = x, k = K(x, 1), m = K(x, 1), n = x, tt = K(x, 1);
   Value z3 = x * x * x;
   double eps = machine_eps(x);
-  for (int i = 0; i < 16; ++i) {
+  for (int i = 0; i < 12; ++i) {
     Value go = gt(tt, eps);
     Value m2 = m * z3, k2 = k + 1.0;
     m2 = m2 / k2;

