@@ -498,15 +498,6 @@ TPU_LOWERING(special_scaled_modified_bessel_k1) { return {bessel_k(unary_in(ctx)
 // polygamma(int n, Tensor self)
 TPU_LOWERING(polygamma) { return {polygamma(ctx.int_arg("n"), unary_in(ctx))}; }
 
-// mvlgamma(self, p) = p (p - 1) / 4 log(pi) + sum_{j < p} lgamma(x - j / 2)
-TPU_LOWERING(mvlgamma) {
-  int64_t p = ctx.int_arg("p");
-  Value x = unary_in(ctx);
-  Value r = K(x, static_cast<double>(p) * static_cast<double>(p - 1) / 4.0 * std::log(kPi));
-  for (int64_t j = 0; j < p; ++j) r = r + lgamma(x - static_cast<double>(j) / 2.0);
-  return {r};
-}
-
 // sinc(x) = sin(pi x) / (pi x), 1 at 0.
 TPU_LOWERING(sinc) {
   Value x = unary_in(ctx);
