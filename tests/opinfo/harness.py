@@ -132,17 +132,75 @@ def _seeded(fn):
     return fn()
 
 
+def _to_cpu(t):
+    if not isinstance(t, torch.Tensor):
+        return t
+    out = t.detach().cpu()
+    return out.requires_grad_(t.requires_grad) if t.requires_grad else out
+
+
+def _retarget(x, src, dst):
+    """Device arguments (factories' device=, .to(...)) on `src` move to `dst`."""
+    if isinstance(x, (str, torch.device)) and str(x).split(":")[0] == src:
+        return dst if isinstance(x, str) else torch.device(dst)
+    if isinstance(x, (list, tuple)) and not isinstance(x, torch.Size):
+        return type(x)(_retarget(v, src, dst) for v in x)
+    if isinstance(x, dict):
+        return {k: _retarget(v, src, dst) for k, v in x.items()}
+    return x
+
+
+def _device_to_tpu(x):
+    return _retarget(x, "cpu", "tpu")
+
+
+def _moved_to_cpu(sample):
+    c = sample.transform(_to_cpu)
+    c.args, c.kwargs = _retarget(c.args, "tpu", "cpu"), _retarget(c.kwargs, "tpu", "cpu")
+    return c
+
+
+def _involves_tpu(sample) -> bool:
+    for x in tree_flatten((sample.input, sample.args, sample.kwargs))[0]:
+        if isinstance(x, torch.Tensor) and x.device.type == "tpu":
+            return True
+        if isinstance(x, (str, torch.device)) and str(x).startswith("tpu"):
+            return True
+    return False
+
+
+def sample_pairs(op, dtype, requires_grad=False, max_samples=None):
+    """(tpu sample, CPU copy) pairs. Like PyTorch's test_compare_cpu, samples
+    are made on the device (so generators place CPU-only arguments where
+    PyTorch wants them) and copied to CPU; if the generator itself fails on
+    tpu, they are made on CPU and copied to tpu instead."""
+    try:
+        made = _seeded(lambda: list(_limited(op.sample_inputs("tpu", dtype, requires_grad=requires_grad),
+                                             max_samples)))
+        return [(s, _moved_to_cpu(s)) for s in made]
+    except Exception:
+        made = _seeded(lambda: list(_limited(op.sample_inputs("cpu", dtype, requires_grad=requires_grad),
+                                             max_samples)))
+        pairs = []
+        for s in made:
+            t = s.transform(_to_tpu)
+            t.args, t.kwargs = _device_to_tpu(t.args), _device_to_tpu(t.kwargs)
+            pairs.append((t, s))
+        return pairs
+
+
 def run_forward(op, dtype: torch.dtype, max_samples=None) -> Outcome:
     if dtype not in op.supported_dtypes("cpu"):
         return Outcome("unsupported")
     values = full_name(op) not in UNCOMPARABLE_VALUES and op.name not in UNCOMPARABLE_VALUES
     n = 0
     try:
-        samples = _seeded(lambda: list(_limited(op.sample_inputs("cpu", dtype), max_samples)))
+        pairs = sample_pairs(op, dtype, max_samples=max_samples)
     except Exception as e:  # the generator itself failed on CPU
         return Outcome("none", 0, "sample generation failed on CPU: " + _short(e))
-    for sample in samples:
-        tpu_sample = sample.transform(_to_tpu)
+    for tpu_sample, sample in pairs:
+        if not _involves_tpu(tpu_sample):
+            continue  # e.g. torch.arange(2): a CPU call whatever the harness does
         try:
             expected = op(sample.input, *sample.args, **sample.kwargs)
         except Exception:
@@ -176,12 +234,11 @@ def run_grad(op, max_samples=None) -> Outcome:
     if full_name(op) in UNCOMPARABLE_VALUES or op.name in UNCOMPARABLE_VALUES:
         return Outcome("unsupported", 0, "random op")
     try:
-        samples = _seeded(lambda: list(_limited(op.sample_inputs("cpu", dtype, requires_grad=True),
-                                                max_samples)))
+        pairs = sample_pairs(op, dtype, requires_grad=True, max_samples=max_samples)
     except Exception as e:
         return Outcome("none", 0, "sample generation failed on CPU: " + _short(e))
     n = 0
-    for sample in samples:
+    for tpu_sample, sample in pairs:
         try:
             out_c = _grad_outputs(sample.output_process_fn_grad(
                 op(sample.input, *sample.args, **sample.kwargs)))
@@ -193,7 +250,6 @@ def run_grad(op, max_samples=None) -> Outcome:
             grads_c = torch.autograd.grad(out_c, leaves_c, cotangents, allow_unused=True)
         except Exception:
             continue  # CPU cannot differentiate this sample: nothing to compare
-        tpu_sample = sample.transform(_to_tpu)
         try:
             out_t = _grad_outputs(tpu_sample.output_process_fn_grad(
                 op(tpu_sample.input, *tpu_sample.args, **tpu_sample.kwargs)))
@@ -212,16 +268,20 @@ def run_errors(op, max_samples=None) -> Outcome:
     if op.error_inputs_func is None:
         return Outcome("none")
     try:
-        cases = _seeded(lambda: list(_limited(op.error_inputs("cpu"), max_samples)))
-    except Exception as e:
-        return Outcome("none", 0, "error_inputs generation failed on CPU: " + _short(e))
+        cases = _seeded(lambda: list(_limited(op.error_inputs("tpu"), max_samples)))
+        moved = False
+    except Exception:
+        try:
+            cases = _seeded(lambda: list(_limited(op.error_inputs("cpu"), max_samples)))
+            moved = True
+        except Exception as e:
+            return Outcome("none", 0, "error_inputs generation failed on CPU: " + _short(e))
     n = 0
     for case in cases:
-        s = case.sample_input
-        try:
-            tpu_s = s.transform(_to_tpu)
-        except Exception:
-            continue
+        tpu_s = case.sample_input
+        if moved:
+            tpu_s = tpu_s.transform(_to_tpu)
+            tpu_s.args, tpu_s.kwargs = _device_to_tpu(tpu_s.args), _device_to_tpu(tpu_s.kwargs)
         try:
             op(tpu_s.input, *tpu_s.args, **tpu_s.kwargs)
             torch.tpu.synchronize()
