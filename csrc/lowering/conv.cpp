@@ -112,9 +112,8 @@ Params params(LowerCtx& ctx, int64_t nsp) {
   return p;
 }
 
-void check_float(LowerCtx& ctx, Value x) {
-  TORCH_CHECK(hlo::is_float(x.element()), "\"", ctx.op_name(), "\" not implemented for '",
-              c10::toString(scalar_type(x.element())), "'");
+void check_supported(LowerCtx& ctx, Value x) {
+  TORCH_CHECK(x.element() != ElementType::kPred, "\"", ctx.op_name(), "\" not implemented for 'Bool'");
 }
 
 // Plain convolution of x [N, C, ...] with w [O, C/g, ...]; with
@@ -200,12 +199,17 @@ Dims spatial(Value v) { return Dims(v.dims().begin() + 2, v.dims().end()); }
 
 TPU_LOWERING(convolution_overrideable) {
   Value x = ctx.tensor("input"), w = ctx.tensor("weight");
-  check_float(ctx, x);
+  check_supported(ctx, x);
   int64_t nsp = x.rank() - 2;
   TORCH_CHECK(nsp >= 1 && w.rank() == x.rank(), ctx.op_name(), ": expected input and weight of equal rank >= 3, got ",
               x.rank(), " and ", w.rank());
   Params p = params(ctx, nsp);
-  ElementType acc = acc_type(x.element());
+  // CPU's kernels reject mixed dtypes; _convolution does not check for us.
+  TORCH_CHECK(x.element() == w.element(), "Input type (", ctx.dtype_of("input"), ") and weight type (",
+              ctx.dtype_of("weight"), ") should be the same");
+  TORCH_CHECK(ctx.is_none("bias") || ctx.dtype_of("bias") == ctx.dtype_of("input"), "Input type (",
+              ctx.dtype_of("input"), ") and bias type (", ctx.dtype_of("bias"), ") should be the same");
+  ElementType orig = x.element(), acc = acc_type(orig);
   x = hlo::convert(x, acc);
   w = hlo::convert(w, acc);
   Value y;
@@ -222,12 +226,13 @@ TPU_LOWERING(convolution_overrideable) {
     Value bias = hlo::convert(ctx.tensor("bias"), acc);
     y = hlo::add(y, hlo::broadcast_in_dim(bias, y.dims(), {1}));
   }
-  return {y};
+  // No meta kernel: the engine takes the value's own dtype.
+  return {hlo::convert(y, orig)};
 }
 
 TPU_LOWERING(convolution_backward_overrideable) {
   Value gy = ctx.tensor("grad_output"), x = ctx.tensor("input"), w = ctx.tensor("weight");
-  check_float(ctx, x);
+  check_supported(ctx, x);
   int64_t nsp = x.rank() - 2;
   Params p = params(ctx, nsp);
   std::vector<bool> mask{true, true, true};
@@ -235,6 +240,7 @@ TPU_LOWERING(convolution_backward_overrideable) {
     auto m = ctx.arg("output_mask").toBoolList();
     for (size_t i = 0; i < 3 && i < m.size(); ++i) mask[i] = m.get(i);
   }
+  ElementType gy_type = gy.element(), x_type = x.element(), w_type = w.element();
   ElementType acc = acc_type(x.element());
   gy = hlo::convert(gy, acc);
   x = hlo::convert(x, acc);
@@ -261,7 +267,7 @@ TPU_LOWERING(convolution_backward_overrideable) {
   } else {
     gb = hlo::full(b, acc, {out_channels}, 0);
   }
-  return {gi, gw, gb};
+  return {hlo::convert(gi, x_type), hlo::convert(gw, w_type), hlo::convert(gb, gy_type)};
 }
 
 }  // namespace torch_tpu::lowering

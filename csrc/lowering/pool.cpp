@@ -357,6 +357,10 @@ std::vector<Value> fractional_max_pool(LowerCtx& ctx, int64_t nsp) {
   for (int64_t i = 0; i < lead; ++i) L *= x.dim(i);
   Dims in = in_spatial(x.dims(), nsp);
   for (auto v : in) S *= v;
+  Dims od(x.dims().begin(), x.dims().begin() + lead);
+  od.insert(od.end(), os.begin(), os.end());
+  if (L * S == 0)
+    return {hlo::full(b, x.element(), od, 0), hlo::full(b, ElementType::kI64, od, 0)};
   ElementType e = rs.element();
   rs = hlo::reshape(rs, {L, nsp});
   Dims gd{L};
@@ -392,8 +396,6 @@ std::vector<Value> fractional_max_pool(LowerCtx& ctx, int64_t nsp) {
   Value off = hlo::mul(hlo::iota(b, ElementType::kI64, gd, 0), hlo::full(b, ElementType::kI64, gd, static_cast<double>(S)));
   Value v = hlo::gather_1d(hlo::reshape(x, {L * S}), hlo::add(flat, off));
   auto [m, i] = argmax_windows(v, flat, k_dims(1, nsp));
-  Dims od(x.dims().begin(), x.dims().begin() + lead);
-  od.insert(od.end(), os.begin(), os.end());
   return {hlo::reshape(m, od), hlo::reshape(i, od)};
 }
 
