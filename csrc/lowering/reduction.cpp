@@ -272,6 +272,8 @@ TPU_LOWERING(aminmax) {
   return {finish(reduce_extreme(x, dims, false), x.dims(), dims, keep),
           finish(reduce_extreme(x, dims, true), x.dims(), dims, keep)};
 }
+// The older spelling: _aminmax() over everything, _aminmax.dim(dim, keepdim).
+TPU_LOWERING_ALIAS(_aminmax, aminmax);
 
 // ---- variance and standard deviation --------------------------------------------
 
