@@ -88,13 +88,14 @@ TPU_LOWERING_ALIAS(_cummin_helper, cummin);
 TPU_LOWERING(logcumsumexp) {
   Value x = ctx.tensor("self");
   Builder& b = ctx.b();
+  // _logcumsumexp has no meta kernel: the result has the input's dtype.
   auto out = ctx.out_dtype(0).value_or(ctx.dtype_of("self"));
   int64_t dim = c10::maybe_wrap_dim(ctx.int_arg("dim"), x.rank());
   ElementType e = (out == at::kBFloat16 || out == at::kHalf) ? ElementType::kF32 : element_type(out);
   TORCH_CHECK(hlo::is_float(e), "logcumsumexp(): expected a floating point output dtype, got ", out);
   x = hlo::convert(x, e);
-  if (x.rank() == 0 || x.type().numel() == 0) return {x};
-  return sortscan::scan({x}, dim, {hlo::constant(b, e, -INFINITY)},
+  if (x.rank() == 0 || x.type().numel() == 0) return {hlo::convert(x, element_type(out))};
+  Value r = sortscan::scan({x}, dim, {hlo::constant(b, e, -INFINITY)},
                         [](const std::vector<Value>& a, const std::vector<Value>& c) {
                           Value p = a[0], q = c[0];
                           Value nan = hlo::binary("or", is_nan(p), is_nan(q));
@@ -106,7 +107,8 @@ TPU_LOWERING(logcumsumexp) {
                           r = hlo::select(inf_eq, mx, r);
                           r = hlo::select(nan, hlo::add(p, q), r);
                           return std::vector<Value>{r};
-                        });
+                        })[0];
+  return {hlo::convert(r, element_type(out))};
 }
 TPU_LOWERING_ALIAS(_logcumsumexp, logcumsumexp);
 

@@ -102,6 +102,30 @@ Value at_index(Value x, int64_t dim, int64_t k) {
 
 int64_t dim_size(const at::Tensor& t, int64_t dim) { return t.dim() == 0 ? 1 : t.size(dim); }
 
+// Elements [first, last] of its storage that `t` can touch.
+std::pair<int64_t, int64_t> extent(const at::Tensor& t) {
+  int64_t lo = t.storage_offset(), hi = lo;
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    if (t.size(d) == 0) return {0, -1};
+    (t.stride(d) < 0 ? lo : hi) += (t.size(d) - 1) * t.stride(d);
+  }
+  return {lo, hi};
+}
+
+// at::assert_no_overlap for an out= argument and the input (CPU's check).
+void check_no_overlap(LowerCtx& ctx, std::string_view in, std::string_view out) {
+  if (!ctx.has(out) || !ctx.is_tensor(out)) return;
+  const at::Tensor& a = ctx.tensor_arg(in);
+  const at::Tensor& o = ctx.tensor_arg(out);
+  if (!a.defined() || !o.defined() || !a.storage().is_alias_of(o.storage())) return;
+  if (a.element_size() != o.element_size()) return;
+  auto [alo, ahi] = extent(a);
+  auto [olo, ohi] = extent(o);
+  TORCH_CHECK(ahi < olo || ohi < alo,
+              "unsupported operation: some elements of the input tensor and the written-to tensor refer to a single "
+              "memory location. Please clone() the tensor before performing the operation.");
+}
+
 }  // namespace
 
 // ---- sort / topk / kthvalue ------------------------------------------------------
@@ -134,6 +158,7 @@ TPU_LOWERING(kthvalue) {
   TORCH_CHECK(self.numel() > 0, "cannot perform reduction function kthvalue on tensor with no elements because the "
               "operation does not have an identity");
   TORCH_CHECK(k > 0 && k <= dim_size(self, dim), "kthvalue(): selected number k out of range for dimension ", dim);
+  check_no_overlap(ctx, "self", "values");
   bool keep = ctx.bool_arg("keepdim");
   if (x.rank() == 0) return {x, hlo::constant_int(ctx.b(), ElementType::kI64, 0)};
   auto [v, i] = sort_with_indices(x, dim, false);
@@ -347,6 +372,8 @@ TPU_LOWERING(searchsorted) {
 }
 
 TPU_LOWERING(bucketize) {
+  int64_t bd = ctx.tensor_arg("boundaries").dim();
+  TORCH_CHECK(bd == 1, "boundaries tensor must be 1 dimension, but got dim(", bd, ")");
   auto t = ctx.result_type({"self", "boundaries"});
   Value seq = hlo::convert(ctx.tensor("boundaries"), element_type(t));
   Value vals = ctx.operand("self", t);
