@@ -35,12 +35,11 @@ def with_nans(shape, seed=0):
 
 
 @pytest.mark.parametrize("dtype", [F32, BF16, I64])
-@pytest.mark.parametrize("shape", [(), (1,), (7,), (3, 5), (2, 3, 4)])
+@pytest.mark.parametrize("shape", [(), (1,), (7,), (2, 3, 4)])
 def test_sort(shape, dtype):
     x = distinct(shape, dtype)
-    for d in range(-max(len(shape), 1), max(len(shape), 1)):
-        check(lambda t: torch.sort(t, d), x)
-        check(lambda t: torch.sort(t, d, descending=True), x)
+    for d in sorted({0, -1, len(shape) // 2} if shape else {0}):
+        check(lambda t: torch.sort(t, d, descending=d == 0), x)
 
 
 def test_sort_nan_stable_bool_noncontig_out():
@@ -112,12 +111,11 @@ def test_kthvalue_nan_errors_grad():
 @pytest.mark.parametrize("op", [torch.median, torch.nanmedian])
 @pytest.mark.parametrize("dtype", [F32, BF16, I64])
 def test_median(op, dtype):
-    for shape in [(), (5,), (4, 6), (2, 3, 4)]:
+    for shape in [(), (6,), (2, 3, 4)]:
         x = make(shape, dtype)  # ties are fine: CPU picks the lowest index
         check(op, x)
-        for d in range(-max(len(shape), 1), max(len(shape), 1)):
-            check(lambda t: op(t, d), x)
-            check(lambda t: op(t, d, keepdim=True), x)
+        check(lambda t: op(t, 0), x)
+        check(lambda t: op(t, -1, keepdim=True), x)
 
 
 @pytest.mark.parametrize("op", [torch.median, torch.nanmedian])
@@ -157,10 +155,10 @@ def test_mode_grad():
 @pytest.mark.parametrize("op", [torch.cummax, torch.cummin])
 @pytest.mark.parametrize("dtype", [F32, BF16, I64, BOOL])
 def test_cummax_cummin(op, dtype):
-    for shape in [(), (1,), (9,), (3, 5), (2, 3, 4)]:
+    for shape in [(), (9,), (2, 3, 4)]:
         x = make(shape, dtype, low=-2, high=2)  # ties: the last index wins
-        for d in range(-max(len(shape), 1), max(len(shape), 1)):
-            check(lambda t: op(t, d), x)
+        check(lambda t: op(t, 0), x)
+        check(lambda t: op(t, -1), x)
 
 
 @pytest.mark.parametrize("op", [torch.cummax, torch.cummin])
@@ -176,10 +174,10 @@ def test_cummax_cummin_nan_out_grad(op):
 
 @pytest.mark.parametrize("dtype", [F32, BF16])
 def test_logcumsumexp(dtype):
-    for shape in [(), (1,), (9,), (3, 5), (2, 3, 4)]:
+    for shape in [(), (9,), (2, 3, 4)]:
         x = make(shape, dtype, low=-20, high=20)
-        for d in range(-max(len(shape), 1), max(len(shape), 1)):
-            check(lambda t: torch.logcumsumexp(t, d), x)
+        check(lambda t: torch.logcumsumexp(t, 0), x)
+        check(lambda t: torch.logcumsumexp(t, -1), x)
 
 
 def test_logcumsumexp_special_out_grad():
@@ -202,7 +200,7 @@ def test_searchsorted(dtype):
     seq1 = torch.sort(make((10,), dtype, low=-5, high=5))[0]  # with repeats
     seqn = torch.sort(make((3, 4, 7), dtype, low=-5, high=5), -1)[0]
     vals = make((3, 4, 5), dtype, low=-6, high=6)
-    for kw in [{}, dict(right=True), dict(side="right"), dict(side="left"), dict(out_int32=True)]:
+    for kw in [{}, dict(right=True), dict(side="left", out_int32=True)]:
         check(lambda s, v: torch.searchsorted(s, v, **kw), seq1, vals)
         check(lambda s, v: torch.searchsorted(s, v, **kw), seqn, vals)
     check(lambda s: torch.searchsorted(s, 2), seq1)
