@@ -338,13 +338,24 @@ TPU_LOWERING(linalg_lu_solve) {
   return {solve_with_lu(LU, perm, ctx.tensor("B"), ctx.bool_arg("left"), ctx.bool_arg("adjoint"), batch_of(out))};
 }
 
+// _linalg_det and _linalg_slogdet factor A^T when A is
+// contiguous (as the CPU kernels do, to avoid a copy): their LU / pivots
+// outputs feed the backward formulas, which assume that choice.
+namespace {
+bool use_a_t(LowerCtx& ctx) { return ctx.tensor_arg("A").is_contiguous(); }
+Value factored(LowerCtx& ctx) {
+  Value A = ctx.tensor("A");
+  return use_a_t(ctx) ? mT(A) : A;
+}
+}  // namespace
+
 TPU_LOWERING(_linalg_solve_ex) {
   check_float(ctx, "A");
   Value A = ctx.tensor("A"), Bv = ctx.tensor("B");
-  bool left = ctx.bool_arg("left");
+  bool left = ctx.bool_arg("left"), adj = false;  // CPU factors A itself here
   Dims ab = batch_of(A.dims());
   int64_t n = A.dim(A.rank() - 1);
-  LuResult r = lu_factor(flat3(A));
+  LuResult r = lu_factor(flat3(adj ? mT(A) : A));
   Value lu = unflat(r.lu, ab);
   Value perm = hlo::reshape(r.perm, cat(ab, {n}));
   Dims out = out_dims(ctx, 0);
@@ -355,9 +366,9 @@ TPU_LOWERING(_linalg_solve_ex) {
     bd.insert(left ? bd.end() : bd.end() - 1, 1);
     Value Bm = hlo::reshape(Bv, bd);
     Dims batch(out.begin(), out.end() - 1);
-    X = hlo::reshape(solve_with_lu(lu, perm, Bm, left, false, batch), out);
+    X = hlo::reshape(solve_with_lu(lu, perm, Bm, left, adj, batch), out);
   } else {
-    X = solve_with_lu(lu, perm, Bv, left, false, batch_of(out));
+    X = solve_with_lu(lu, perm, Bv, left, adj, batch_of(out));
   }
   return {X, lu, hlo::reshape(r.pivots, cat(ab, {n})), hlo::reshape(r.info, ab)};
 }
@@ -386,7 +397,7 @@ Value pivot_sign(Value pivots, ElementType e) {
 
 TPU_LOWERING(_linalg_det) {
   check_float(ctx, "A");
-  Value A = ctx.tensor("A");
+  Value A = factored(ctx);
   Dims ab = batch_of(A.dims());
   int64_t n = A.dim(A.rank() - 1);
   LuResult r = lu_factor(flat3(A));
@@ -397,7 +408,7 @@ TPU_LOWERING(_linalg_det) {
 
 TPU_LOWERING(_linalg_slogdet) {
   check_float(ctx, "A");
-  Value A = ctx.tensor("A");
+  Value A = factored(ctx);
   Dims ab = batch_of(A.dims());
   int64_t n = A.dim(A.rank() - 1);
   LuResult r = lu_factor(flat3(A));
