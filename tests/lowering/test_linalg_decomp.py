@@ -25,8 +25,7 @@ def wellcond(shape, dtype=F32, seed=0):
     return a.to(dtype)
 
 
-@pytest.mark.parametrize("dtype", [F32, F64])
-@pytest.mark.parametrize("shape", [(4, 4), (2, 3, 5, 5), (1, 1)])
+@pytest.mark.parametrize("shape,dtype", [((4, 4), F32), ((2, 3, 5, 5), F64), ((1, 1), F32)])
 def test_cholesky(shape, dtype):
     A = pd(shape, dtype)
     check(torch.linalg.cholesky, A, **TOL[dtype])
@@ -50,7 +49,7 @@ def test_cholesky_errors_and_grad():
     check_grad(lambda a: torch.linalg.cholesky(a @ a.mT + 3 * torch.eye(3, device=a.device)), make((3, 3)), **TOL[F32])
 
 
-@pytest.mark.parametrize("dtype", [F32, F64])
+@pytest.mark.parametrize("dtype", [F32])
 def test_triangular(dtype):
     A = wellcond((2, 4, 4), dtype)
     B = make((2, 4, 3), dtype, seed=1)
@@ -66,8 +65,7 @@ def test_triangular(dtype):
     check_grad(lambda a, x: torch.linalg.solve_triangular(a, x, upper=False), A[0], B[0], **TOL[dtype])
 
 
-@pytest.mark.parametrize("dtype", [F32, F64])
-@pytest.mark.parametrize("shape", [(5, 5), (3, 4, 4), (4, 6), (6, 4)])
+@pytest.mark.parametrize("shape,dtype", [((5, 5), F32), ((3, 4, 4), F64), ((4, 6), F32), ((6, 4), F32)])
 def test_lu(shape, dtype):
     A = make(shape, dtype, seed=3)
     check(torch.linalg.lu_factor, A, **TOL[dtype])
@@ -87,7 +85,7 @@ def test_lu_singular_info():
         torch.linalg.inv(A.to("tpu"))
 
 
-@pytest.mark.parametrize("dtype", [F32, F64])
+@pytest.mark.parametrize("dtype", [F32])
 def test_solve_inv_det(dtype):
     A = wellcond((3, 4, 4), dtype)
     B = make((3, 4, 2), dtype, seed=1)
@@ -115,8 +113,7 @@ def test_solve_grads():
     check_grad(lambda a: torch.linalg.slogdet(a)[1], make((4, 4), seed=5), **TOL[F32])
 
 
-@pytest.mark.parametrize("dtype", [F32, F64])
-@pytest.mark.parametrize("shape", [(5, 5), (2, 6, 4), (4, 6)])
+@pytest.mark.parametrize("shape,dtype", [((5, 5), F64), ((2, 6, 4), F32), ((4, 6), F32)])
 def test_qr(shape, dtype):
     A = make(shape, dtype, seed=4)
     for mode in ("reduced", "complete", "r"):
@@ -157,8 +154,7 @@ def test_eigh(dtype):
     check_grad(lambda a: torch.linalg.eigh(a + a.mT)[1].abs().sum(-1), make((4, 4)), **TOL[F32])
 
 
-@pytest.mark.parametrize("dtype", [F32, F64])
-@pytest.mark.parametrize("shape", [(5, 5), (2, 6, 4), (4, 6)])
+@pytest.mark.parametrize("shape,dtype", [((5, 5), F64), ((2, 6, 4), F32), ((4, 6), F32)])
 def test_svd(shape, dtype):
     A = make(shape, dtype, seed=8)
     for full in (False, True):
@@ -185,7 +181,7 @@ def test_svd_rank_deficient():
     assert_close(U.mT @ U, torch.eye(5), atol=1e-4, rtol=1e-4)
 
 
-@pytest.mark.parametrize("dtype", [F32, F64])
+@pytest.mark.parametrize("dtype", [F32])
 def test_matrix_exp(dtype):
     check(torch.linalg.matrix_exp, make((3, 4, 4), dtype, seed=3), **TOL[dtype])
     check(torch.linalg.matrix_exp, make((4, 4), dtype, low=-0.1, high=0.1, seed=3), **TOL[dtype])
@@ -196,7 +192,7 @@ def test_matrix_exp(dtype):
 # linalg_lstsq has no meta kernel, and torch.linalg.lstsq hands its .out form
 # empty out= tensors that the engine does not resize yet (see the report).
 @pytest.mark.xfail(reason="engine: out= tensors of an op without meta kernel are not resized", strict=False)
-@pytest.mark.parametrize("dtype", [F32, F64])
+@pytest.mark.parametrize("dtype", [F32])
 def test_lstsq(dtype):
     A, B = make((2, 6, 4), dtype, seed=1), make((2, 6, 3), dtype, seed=2)
     check(lambda a, b: torch.linalg.lstsq(a, b).solution, A, B, **TOL[dtype])
