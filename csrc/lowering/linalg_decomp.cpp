@@ -324,8 +324,11 @@ TPU_LOWERING(_linalg_svd) {
 }
 
 TPU_LOWERING(linalg_matrix_exp) {
-  check_float(ctx, "self");
+  // bf16 / f16 (which CPU accepts) are computed in f32 and rounded once.
+  at::ScalarType st = ctx.dtype_of("self");
+  TORCH_CHECK(at::isFloatingType(st), ctx.op_name(), ": expected a floating point input, got ", st);
   Value A = ctx.tensor("self");
+  if (A.element() != ElementType::kF64) A = hlo::convert(A, ElementType::kF32);
   Builder& b = ctx.b();
   Dims batch = batch_of(A.dims());
   Value X = flat3(A);
