@@ -432,3 +432,28 @@ std::pair<Value, Value> rng_bit_generator(Value key, const Dims& dims, ElementTy
 }
 
 }  // namespace torch_tpu::hlo
+
+// ---- [linalg] loops and dense linear-algebra primitives --------------------
+namespace torch_tpu::hlo {
+
+std::vector<Value> while_loop(const std::vector<Value>& init, const LoopCond& cond, const LoopBody& body) {
+  Builder& b = init.at(0).builder();
+  std::vector<TensorType> types;
+  for (auto& v : init) types.push_back(v.type());
+  RegionBody c = [&](Builder&, const std::vector<Value>& args) { return std::vector<Value>{cond(args)}; };
+  RegionBody s = [&](Builder&, const std::vector<Value>& args) { return body(args); };
+  return b.emit_regions("while", init, types, {{types, c}, {types, s}});
+}
+
+Value cholesky(Value a, bool lower) {
+  return a.builder().emit("cholesky", {a}, a.type(), lower ? "lower = true" : "lower = false");
+}
+
+Value triangular_solve(Value a, Value b, bool left_side, bool lower, bool unit_diagonal, bool transpose_a) {
+  std::string attrs = std::string("left_side = ") + (left_side ? "true" : "false") + ", lower = " +
+                      (lower ? "true" : "false") + ", unit_diagonal = " + (unit_diagonal ? "true" : "false") +
+                      ", transpose_a = #stablehlo<transpose " + (transpose_a ? "TRANSPOSE" : "NO_TRANSPOSE") + ">";
+  return a.builder().emit("triangular_solve", {a, b}, b.type(), attrs);
+}
+
+}  // namespace torch_tpu::hlo
