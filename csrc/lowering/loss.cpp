@@ -124,9 +124,13 @@ TPU_LOWERING(binary_cross_entropy_backward) {
   return {gi};
 }
 
+// CPU computes this one as a chain of ATen ops, each rounding to the input
+// dtype: `rnd` repeats those roundings for half-precision inputs.
 TPU_LOWERING(binary_cross_entropy_with_logits) {
   Pair p = loss_pair(ctx);
   Builder& b = ctx.b();
+  ElementType io = element_type(ctx.result_type({"self", "target"}));
+  auto rnd = [&](Value v) { return io == p.ce ? v : hlo::convert(hlo::convert(v, io), p.ce); };
   Dims dims = p.dims;
   // Weights may broadcast the result further.
   Value w, pw;
@@ -140,14 +144,15 @@ TPU_LOWERING(binary_cross_entropy_with_logits) {
   }
   Value x = hlo::broadcast_to(p.x, dims), t = hlo::broadcast_to(p.t, dims);
   // log_sigmoid(x) = min(x, 0) - log1p(exp(-|x|))
-  Value ls = hlo::sub(hlo::min(x, full_as(x, 0.0)),
-                      hlo::unary("log_plus_one", hlo::unary("exponential", hlo::neg(hlo::unary("abs", x)))));
+  Value ls = rnd(hlo::sub(hlo::min(x, full_as(x, 0.0)),
+                          hlo::unary("log_plus_one", hlo::unary("exponential", hlo::neg(hlo::unary("abs", x))))));
   if (pw.valid()) {
-    Value lw = hlo::add(hlo::mul(hlo::sub(hlo::broadcast_to(pw, dims), full_as(x, 1.0)), t), full_as(x, 1.0));
-    ls = hlo::mul(ls, lw);
+    Value lw = rnd(hlo::add(rnd(hlo::mul(rnd(hlo::sub(hlo::broadcast_to(pw, dims), full_as(x, 1.0))), t)),
+                            full_as(x, 1.0)));
+    ls = rnd(hlo::mul(ls, lw));
   }
-  Value l = hlo::sub(hlo::mul(hlo::sub(full_as(t, 1.0), t), x), ls);
-  if (w.valid()) l = hlo::mul(l, hlo::broadcast_to(w, dims));
+  Value l = rnd(hlo::sub(rnd(hlo::mul(rnd(hlo::sub(full_as(t, 1.0), t)), x)), ls));
+  if (w.valid()) l = rnd(hlo::mul(l, hlo::broadcast_to(w, dims)));
   return {reduce_loss(b, l, ctx.int_arg("reduction"))};
 }
 
@@ -205,9 +210,12 @@ TPU_LOWERING(huber_loss_backward) {
 
 // ---- soft margin -------------------------------------------------------------------------------
 
+// log1p(exp(-x * t)), rounded after each op like CPU's composite.
 TPU_LOWERING(soft_margin_loss) {
   Pair p = loss_pair(ctx);
-  Value l = hlo::unary("log_plus_one", hlo::unary("exponential", hlo::neg(hlo::mul(p.x, p.t))));
+  ElementType io = element_type(ctx.result_type({"self", "target"}));
+  auto rnd = [&](Value v) { return io == p.ce ? v : hlo::convert(hlo::convert(v, io), p.ce); };
+  Value l = hlo::unary("log_plus_one", rnd(hlo::unary("exponential", rnd(hlo::neg(hlo::mul(p.x, p.t))))));
   return {reduce_loss(ctx.b(), l, ctx.int_arg("reduction"))};
 }
 
@@ -388,20 +396,18 @@ Value const_vec(Builder& b, ElementType e, const std::vector<int64_t>& v) {
   return parts.size() == 1 ? parts[0] : hlo::concatenate(parts, 0);
 }
 
-// Shift x [n, l] right by k along dim 1, filling with `fill`.
+// Shift x [n, l] right (left) by k along dim 1, filling with `fill`.
 Value shift_right(Value x, int64_t k, double fill) {
   int64_t n = x.dim(0), l = x.dim(1);
   if (k >= l) return hlo::full_like(x, fill);
-  Value head = hlo::full(x.builder(), x.element(), {n, k}, fill);
   Value body = hlo::slice(x, {0, 0}, {n, l - k});
-  return hlo::concatenate({head, body}, 1);
+  return hlo::pad(body, hlo::constant(x.builder(), x.element(), fill), {0, k}, {0, 0});
 }
 Value shift_left(Value x, int64_t k, double fill) {
   int64_t n = x.dim(0), l = x.dim(1);
   if (k >= l) return hlo::full_like(x, fill);
-  Value tail = hlo::full(x.builder(), x.element(), {n, k}, fill);
   Value body = hlo::slice(x, {0, k}, {n, l});
-  return hlo::concatenate({body, tail}, 1);
+  return hlo::pad(body, hlo::constant(x.builder(), x.element(), fill), {0, 0}, {0, k});
 }
 
 // log(exp(a) + exp(b) + exp(c)) like CPU (a max of -inf counts as 0).
@@ -424,6 +430,7 @@ struct Ctc {
   Value valid_s;   // [n, l] i1: s < 2 * tl + 1
   Value skip;      // [n, l] i1: the s-2 -> s transition is allowed
   Value onehot;    // [n, l, c] i1
+  Value il_b;      // [n, l] i64: input length of each sample
 };
 
 Ctc ctc_setup(LowerCtx& ctx) {
@@ -479,10 +486,15 @@ Ctc ctc_setup(LowerCtx& ctx) {
                        hlo::compare(s_iota, hlo::full(b, ElementType::kI64, nl, 2), "GE"));
   Dims nlc{k.n, k.l, k.c};
   k.onehot = hlo::compare(hlo::broadcast_in_dim(k.lprime, nlc, {0, 1}), hlo::iota(b, ElementType::kI64, nlc, 2), "EQ");
-  Dims tnlc{k.t, k.n, k.l, k.c};
-  Value lpb = hlo::broadcast_in_dim(k.lp, tnlc, {0, 1, 3});
-  Value oh = hlo::broadcast_in_dim(k.onehot, tnlc, {1, 2, 3});
-  k.lpe = hlo::reduce(hlo::select(oh, lpb, hlo::full(b, k.ce, tnlc, -INFINITY)), {3}, hlo::ReduceKind::kMax);
+  // lpe[t, n, s] = lp[t, n, l'[n, s]], a gather on the flattened log probs.
+  Dims tnl{k.t, k.n, k.l};
+  auto i64 = [&](double v) { return hlo::full(b, ElementType::kI64, tnl, v); };
+  Value fidx = hlo::add(hlo::add(hlo::mul(hlo::iota(b, ElementType::kI64, tnl, 0), i64(static_cast<double>(k.n * k.c))),
+                                 hlo::mul(hlo::iota(b, ElementType::kI64, tnl, 1), i64(static_cast<double>(k.c)))),
+                        hlo::broadcast_in_dim(k.lprime, tnl, {1, 2}));
+  k.lpe = k.t * k.n * k.c > 0 ? hlo::gather_1d(hlo::reshape(k.lp, {k.t * k.n * k.c}), fidx)
+                              : hlo::full(b, k.ce, tnl, -INFINITY);
+  k.il_b = hlo::broadcast_in_dim(const_vec(b, ElementType::kI64, k.il), nl, {0});
   return k;
 }
 
@@ -519,11 +531,9 @@ Value ctc_nll(Builder& b, const Ctc& k, Value alpha_last) {
   return hlo::neg(ll);
 }
 
-// Per-sample mask [n, l] (broadcast of t < il).
+// Per-sample mask [n, l]: t < il.
 Value time_mask(Builder& b, const Ctc& k, int64_t t) {
-  std::vector<int64_t> on(k.n);
-  for (int64_t i = 0; i < k.n; ++i) on[i] = t < k.il[i];
-  return hlo::broadcast_in_dim(hlo::convert(const_vec(b, ElementType::kI64, on), ElementType::kPred), {k.n, k.l}, {0});
+  return hlo::compare(k.il_b, hlo::full(b, ElementType::kI64, {k.n, k.l}, static_cast<double>(t)), "GT");
 }
 
 }  // namespace
@@ -588,9 +598,7 @@ TPU_LOWERING(_ctc_loss_backward) {
   std::vector<Value> betas(k.t);
   Value beta = ninf;
   for (int64_t t = k.t - 1; t >= 0; --t) {
-    std::vector<int64_t> is_last(k.n);
-    for (int64_t i = 0; i < k.n; ++i) is_last[i] = t == k.il[i] - 1;
-    Value last_m = hlo::broadcast_in_dim(hlo::convert(const_vec(b, ElementType::kI64, is_last), ElementType::kPred), nl, {0});
+    Value last_m = hlo::compare(k.il_b, hlo::full(b, ElementType::kI64, nl, static_cast<double>(t + 1)), "EQ");
     Value lpt = step_lpe(k, t);
     Value b2 = shift_left(beta, 1, -INFINITY);
     Value b3 = hlo::select(skip_next, shift_left(beta, 2, -INFINITY), ninf);

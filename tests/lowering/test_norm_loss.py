@@ -258,3 +258,19 @@ def test_sdpa_math_path():
     check_grad(lambda q, k, v: F.scaled_dot_product_attention(q, k, v), q, k, v)
     mask = make((4, 5), torch.bool)
     check(lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m), q, k, v, mask)
+
+
+# ---- CTC loss (short sequences: the time loop is unrolled) -------------------------------------------
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_ctc_loss(reduction):
+    T, N, C = 6, 3, 5
+    lp = make((T, N, C)).log_softmax(2)
+    tg = torch.tensor([[1, 2, 2], [3, 1, 4], [2, 2, 2]])
+    il, tl = [6, 5, 4], [3, 2, 0]
+    check_grad(lambda lp: F.ctc_loss(lp, tg.to(lp.device), il, tl, reduction=reduction), lp)
+    # concatenated 1-D targets, an impossible alignment (inf) and zero_infinity
+    flat = torch.tensor([1, 2, 2, 3, 1, 2, 2, 2])
+    check_grad(lambda lp: F.ctc_loss(lp, flat.to(lp.device), [6, 5, 2], [3, 2, 3], reduction=reduction,
+                                     zero_infinity=True), lp)
