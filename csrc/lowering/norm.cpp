@@ -97,13 +97,15 @@ BnResult bn_forward(LowerCtx& ctx, bool use_batch_stats, bool update, double mom
     r.new_rm = ctx.tensor("running_mean");
     r.new_rv = ctx.tensor("running_var");
   }
-  Value scale = invstd;
+  // y = x * alpha + beta with alpha = invstd * w, beta = b - mean * alpha,
+  // the order CPU's kernel rounds in.
+  Value alpha = invstd;
   Value w = opt_channel(ctx, "weight", ce, c);
-  if (w.valid()) scale = hlo::mul(scale, w);
-  Value y = hlo::mul(hlo::sub(x, per_channel(mean, xd)), per_channel(scale, xd));
+  if (w.valid()) alpha = hlo::mul(alpha, w);
+  Value beta = hlo::neg(hlo::mul(mean, alpha));
   Value bias = opt_channel(ctx, "bias", ce, c);
-  if (bias.valid()) y = hlo::add(y, per_channel(bias, xd));
-  r.out = y;
+  if (bias.valid()) beta = hlo::sub(bias, hlo::mul(mean, alpha));
+  r.out = hlo::add(hlo::mul(x, per_channel(alpha, xd)), per_channel(beta, xd));
   r.mean = mean;
   r.invstd = invstd;
   return r;
