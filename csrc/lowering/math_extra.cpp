@@ -277,14 +277,15 @@ TPU_LOWERING(trace) {
 // addr(self, vec1, vec2, beta, alpha) = beta * self + alpha * outer(vec1,
 // vec2); beta == 0 ignores self (NaN included).
 TPU_LOWERING(addr) {
+  // bf16/f16 round after every operation, like CPU's kernel.
   auto out = ctx.out_dtype().value_or(ctx.result_type({"self", "vec1", "vec2"}));
-  auto ct = arith_type(out);
+  auto ct = out == at::kBool ? at::kInt : out;
   Value v1 = ctx.operand("vec1", ct), v2 = ctx.operand("vec2", ct);
   TORCH_CHECK(v1.rank() == 1 && v2.rank() == 1, "addr: Expected 1-D argument vec1 and vec2, but got ", v1.rank(),
               "-D and ", v2.rank(), "-D");
   Dims dims{v1.dim(0), v2.dim(0)};
-  Value prod = hlo::mul(hlo::broadcast_in_dim(v1, dims, {0}), hlo::broadcast_in_dim(v2, dims, {1}));
-  prod = hlo::mul(prod, in(ctx, "alpha", ct, dims));
+  Value prod = hlo::mul(in(ctx, "alpha", ct, dims), hlo::broadcast_in_dim(v1, dims, {0}));
+  prod = hlo::mul(prod, hlo::broadcast_in_dim(v2, dims, {1}));
   Value beta = in(ctx, "beta", ct, dims);
   Value self = hlo::mul(in(ctx, "self", ct, dims), beta);
   self = hlo::select(cmpc(beta, 0, "EQ"), hlo::full_like(self, 0), self);
@@ -300,10 +301,12 @@ TPU_LOWERING(_add_relu) {
   return {nan_max(s, hlo::full_like(s, 0))};
 }
 
-// linalg_cross(self, other, dim): broadcast, then the usual component formula.
+// linalg_cross(self, other, dim): broadcast, then the usual component
+// formula (in the result dtype: bf16 rounds after every operation as on CPU).
 TPU_LOWERING(linalg_cross) {
   auto dims = out_dims(ctx, {"self", "other"});
-  auto ct = arith_type(ctx.out_dtype().value_or(ctx.result_type({"self", "other"})));
+  auto ct = ctx.out_dtype().value_or(ctx.result_type({"self", "other"}));
+  if (ct == at::kBool) ct = at::kInt;
   Value a = in(ctx, "self", ct, dims), b = in(ctx, "other", ct, dims);
   int64_t r = static_cast<int64_t>(dims.size());
   int64_t d = c10::maybe_wrap_dim(ctx.int_arg("dim"), r);
@@ -370,5 +373,12 @@ TPU_LOWERING(native_norm) {
 }
 
 TPU_LOWERING(clone) { return {ctx.tensor("self")}; }
+
+// _efficientzerotensor(size, dtype, ...): autograd's zero gradients (a plain
+// zero-filled tensor here).
+TPU_LOWERING(_efficientzerotensor) {
+  auto dt = ctx.out_dtype().value_or(ctx.opt_dtype("dtype").value_or(default_float()));
+  return {hlo::full(ctx.b(), element_type(dt), ctx.out_sizes().value_or(ctx.ints_arg("size")), 0)};
+}
 
 }  // namespace torch_tpu::lowering
