@@ -374,11 +374,4 @@ TPU_LOWERING(native_norm) {
 
 TPU_LOWERING(clone) { return {ctx.tensor("self")}; }
 
-// _efficientzerotensor(size, dtype, ...): autograd's zero gradients (a plain
-// zero-filled tensor here).
-TPU_LOWERING(_efficientzerotensor) {
-  auto dt = ctx.out_dtype().value_or(ctx.opt_dtype("dtype").value_or(default_float()));
-  return {hlo::full(ctx.b(), element_type(dt), ctx.out_sizes().value_or(ctx.ints_arg("size")), 0)};
-}
-
 }  // namespace torch_tpu::lowering
