@@ -55,6 +55,21 @@ Value gcd_values(Value a, Value b) {
   return b;
 }
 
+// Rounds a float32 value to bf16 precision (kept in float32) with integer
+// arithmetic: XLA folds convert(convert(x, bf16), f32) away. Round to
+// nearest even; NaN stays NaN. Other types: convert twice.
+Value round_to(Value v, at::ScalarType t) {
+  if (scalar_type(v.element()) == t) return v;
+  if (t != at::kBFloat16 || v.element() != ElementType::kF32)
+    return hlo::convert(hlo::convert(v, element_type(t)), v.element());
+  Value bits = hlo::bitcast_convert(v, ElementType::kU32);
+  auto u = [&](int64_t c) { return int_full(bits, c); };
+  Value lsb = hlo::binary("and", hlo::binary("shift_right_logical", bits, u(16)), u(1));
+  Value r = hlo::add(bits, hlo::add(u(0x7fff), lsb));
+  r = hlo::binary("and", r, u(0xffff0000LL));
+  return hlo::select(is_nan(v), v, hlo::bitcast_convert(r, ElementType::kF32));
+}
+
 // Sum over `dims` of x (already in the accumulation type).
 Value sum(Value x, const Dims& dims) { return hlo::reduce(x, dims, hlo::ReduceKind::kSum); }
 
@@ -277,17 +292,19 @@ TPU_LOWERING(trace) {
 // addr(self, vec1, vec2, beta, alpha) = beta * self + alpha * outer(vec1,
 // vec2); beta == 0 ignores self (NaN included).
 TPU_LOWERING(addr) {
-  // bf16/f16 round after every operation, like CPU's kernel.
+  // bf16/f16 round after every operation, like CPU's kernel: computed in
+  // float32 with explicit roundings.
   auto out = ctx.out_dtype().value_or(ctx.result_type({"self", "vec1", "vec2"}));
-  auto ct = out == at::kBool ? at::kInt : out;
+  auto ct = arith_type(out);
+  auto rnd = [&](Value v) { return round_to(v, out); };
   Value v1 = ctx.operand("vec1", ct), v2 = ctx.operand("vec2", ct);
   TORCH_CHECK(v1.rank() == 1 && v2.rank() == 1, "addr: Expected 1-D argument vec1 and vec2, but got ", v1.rank(),
               "-D and ", v2.rank(), "-D");
   Dims dims{v1.dim(0), v2.dim(0)};
-  Value prod = hlo::mul(in(ctx, "alpha", ct, dims), hlo::broadcast_in_dim(v1, dims, {0}));
-  prod = hlo::mul(prod, hlo::broadcast_in_dim(v2, dims, {1}));
-  Value beta = in(ctx, "beta", ct, dims);
-  Value self = hlo::mul(in(ctx, "self", ct, dims), beta);
+  Value alpha = rnd(in(ctx, "alpha", ct, dims)), beta = rnd(in(ctx, "beta", ct, dims));
+  Value prod = rnd(hlo::mul(alpha, hlo::broadcast_in_dim(v1, dims, {0})));
+  prod = rnd(hlo::mul(prod, hlo::broadcast_in_dim(v2, dims, {1})));
+  Value self = rnd(hlo::mul(in(ctx, "self", ct, dims), beta));
   self = hlo::select(cmpc(beta, 0, "EQ"), hlo::full_like(self, 0), self);
   return {hlo::add(self, prod)};
 }

@@ -278,3 +278,12 @@ def test_trilinear_bilinear():
     check(F.bilinear, a, b, w, bias)
     check(lambda *t: A._trilinear(*t, [1, 3], [0], [1, 2], [2, 3]), a, w, b)
     check_grad(F.bilinear, a, b, w, bias)
+
+
+def test_div_trunc_bf16_rounds_quotient_first():
+    # CPU rounds the bf16 quotient (17.9459 -> 18) before truncating.
+    a = torch.tensor([-3.890625, 7.0, -1.0], dtype=BF16)
+    b = torch.tensor([-0.216796875, 0.3, 3.0], dtype=BF16)
+    check(lambda x, y: torch.div(x, y, rounding_mode="trunc"), a, b)
+    check(lambda x, y: torch.div(x, y, rounding_mode="trunc"), make((4, 6), BF16, seed=1), make((6,), BF16, seed=2))
+
