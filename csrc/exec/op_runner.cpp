@@ -435,7 +435,7 @@ std::shared_ptr<Program> compile_op(const c10::OperatorHandle& op, std::vector<c
 // fixed learning rate are sent once.
 runtime::BufferRef upload_scalar(const c10::Scalar& s, at::ScalarType dtype, int device) {
   static auto* cache = new std::unordered_map<std::string, runtime::BufferRef>();
-  uint8_t bytes[8] = {0};
+  uint8_t bytes[16] = {0};
   switch (dtype) {
     case at::kBool: { bool v = s.toBool(); std::memcpy(bytes, &v, 1); break; }
     case at::kByte: { auto v = static_cast<uint8_t>(s.toLong()); std::memcpy(bytes, &v, 1); break; }
@@ -449,9 +449,11 @@ runtime::BufferRef upload_scalar(const c10::Scalar& s, at::ScalarType dtype, int
     case at::kBFloat16: { c10::BFloat16 v(static_cast<float>(s.toDouble())); std::memcpy(bytes, &v, 2); break; }
     case at::kFloat: { auto v = static_cast<float>(s.toDouble()); std::memcpy(bytes, &v, 4); break; }
     case at::kDouble: { auto v = s.toDouble(); std::memcpy(bytes, &v, 8); break; }
+    case at::kComplexFloat: { auto v = s.toComplexFloat(); std::memcpy(bytes, &v, 8); break; }
+    case at::kComplexDouble: { auto v = s.toComplexDouble(); std::memcpy(bytes, &v, 16); break; }
     default: TORCH_CHECK_NOT_IMPLEMENTED(false, "torch_tpu: scalar of dtype ", dtype, " is not supported");
   }
-  std::string key(reinterpret_cast<const char*>(bytes), 8);
+  std::string key(reinterpret_cast<const char*>(bytes), 16);
   key += static_cast<char>(dtype);
   key += std::to_string(device);
   auto it = cache->find(key);
