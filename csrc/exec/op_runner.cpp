@@ -236,6 +236,9 @@ MetaResult run_meta(const c10::OperatorHandle& op, const std::vector<c10::IValue
       stack.emplace_back(ts);
     } else if (v.isGenerator()) {
       stack.emplace_back();  // meta kernels draw no numbers
+    } else if (v.isDevice()) {
+      // Factories: without this the meta call would dispatch back to tpu.
+      stack.emplace_back(c10::Device(c10::kMeta));
     } else {
       stack.push_back(v);
     }
