@@ -1,7 +1,7 @@
 // More shape-family ops that reach the engine (the rest of the family, such
 // as repeat, rot90, diag_embed, stack or the *_copy ops, decomposes through
 // CompositeExplicitAutograd kernels into ops lowered elsewhere):
-// channel_shuffle, tril_indices / triu_indices, unfold_backward, logspace,
+// narrow_copy.out, channel_shuffle, tril_indices / triu_indices, unfold_backward, logspace,
 // and the distance ops _cdist_forward / _cdist_backward / _pdist_forward /
 // _pdist_backward / _euclidean_dist.
 #include <c10/core/WrapDimMinimal.h>
@@ -123,6 +123,22 @@ void pdist_pairs(int64_t n, Dims& is, Dims& js) {
 
 }  // namespace
 
+// narrow_copy.out (the functional form is a tpu kernel: narrow + clone).
+TPU_LOWERING(narrow_copy) {
+  Value x = ctx.tensor("self");
+  int64_t dim = c10::maybe_wrap_dim(ctx.int_arg("dim"), x.rank());
+  int64_t n = x.dim(dim), start = ctx.int_arg("start"), length = ctx.int_arg("length");
+  TORCH_CHECK_INDEX(-n <= start && start <= n, "start out of range (expected to be in range of [", -n, ", ", n,
+                    "], but got ", start, ")");
+  if (start < 0) start += n;
+  TORCH_CHECK(length >= 0 && start <= n - length, "start (", start, ") + length (", length,
+              ") exceeds dimension size (", n, ").");
+  Dims lo(x.rank(), 0), hi = x.dims();
+  lo[dim] = start;
+  hi[dim] = start + length;
+  return {hlo::slice(x, lo, hi)};
+}
+
 // channel_shuffle(self [N, C, *], groups): [N, g, C/g, *] -> [N, C/g, g, *].
 TPU_LOWERING(channel_shuffle) {
   Value x = ctx.tensor("self");
@@ -201,11 +217,15 @@ TPU_LOWERING(logspace) {
   bool integral = !c10::isFloatingType(out);
   ElementType acc = integral ? ElementType::kF32 : ElementType::kF64;
   auto& b = ctx.b();
+  // One step: base ** start in double, start unrounded.
+  if (steps == 1) {
+    Value s = hlo::broadcast_to(ctx.operand("start", at::kDouble), dims);
+    return {hlo::binary("power", hlo::full(b, ElementType::kF64, dims, base), s)};
+  }
   // Endpoints are first rounded to the output type, as the CPU kernel does.
   Value start_t = ctx.operand("start", out);
   Value start = hlo::broadcast_to(hlo::convert(start_t, acc), dims);
   Value basev = hlo::full(b, acc, dims, base);
-  if (steps == 1) return {hlo::binary("power", basev, start)};
   Value end_t = ctx.operand("end", out);
   Value end = hlo::broadcast_to(hlo::convert(end_t, acc), dims);
   Value span = hlo::convert(hlo::sub(end_t, start_t), acc);

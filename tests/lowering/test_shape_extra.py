@@ -209,3 +209,14 @@ def test_copy_ops():
     check(lambda x: A.as_strided_copy(x, [2, 2], [1, 4], 1), x)
     check(lambda x: A.unfold_copy(x, 1, 2, 1), x)
     check(lambda x, o: A.narrow_copy.out(x, 0, 1, 2, out=o), x, torch.empty(0))
+
+
+def test_narrow_copy_checks():
+    x = make((2, 3, 4))
+    check(lambda x: A.narrow_copy(x, -1, -3, 2), x)
+    check(lambda x, o: A.narrow_copy.out(x, 2, -3, 2, out=o), x, torch.empty(0))
+    for dim, start, length, err in [(3, 0, 1, RuntimeError), (0, 0, 5, RuntimeError), (1, 4, 1, IndexError)]:
+        with pytest.raises(err):
+            torch.narrow_copy(x, dim, start, length)
+        with pytest.raises(err):
+            torch.narrow_copy(x.to("tpu"), dim, start, length)
