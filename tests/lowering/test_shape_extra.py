@@ -220,3 +220,20 @@ def test_narrow_copy_checks():
             torch.narrow_copy(x, dim, start, length)
         with pytest.raises(err):
             torch.narrow_copy(x.to("tpu"), dim, start, length)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.bool])
+def test_unfold_fold(dtype):
+    x = make((2, 3, 5, 6), dtype)
+    check(lambda x: F.unfold(x, (2, 3)), x)
+    check(lambda x: F.unfold(x, 3, dilation=(1, 2), padding=1, stride=(2, 1)), x)
+    check(lambda x: F.unfold(noncontiguous(x[0]), 2), x)
+    if dtype != torch.bool:
+        cols = make((2, 3 * 6, 9), dtype)
+        check(lambda c: F.fold(c, (5, 6), (2, 3), stride=(2, 2), padding=(1, 1)), cols)
+        check(lambda c: F.fold(c[0], (3, 6), (2, 3)), make((2, 3 * 6, 8), dtype))
+
+
+def test_unfold_fold_grad():
+    check_grad(lambda x: F.unfold(x, 3, dilation=(1, 2), padding=1, stride=(2, 1)), make((2, 3, 5, 6)))
+    check_grad(lambda c: F.fold(c, (5, 6), (2, 3), stride=(2, 2), padding=(1, 1)), make((2, 18, 9)))
