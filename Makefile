@@ -8,7 +8,7 @@ EXT       := build/.ext-stamp
 CSRC      := $(shell find csrc -name '*.cpp' -o -name '*.h')
 CCACHE    := $(wildcard /usr/lib/ccache/g++)
 
-.PHONY: demo test build bench clean
+.PHONY: demo test build bench opinfo clean
 
 demo: $(EXT)
 	$(PY) examples/train_demo.py
@@ -20,6 +20,10 @@ build: $(EXT)
 
 bench: $(EXT)
 	$(PY) benchmarks/eager_overhead.py
+
+# PyTorch's OpInfo suite on tpu vs CPU -> docs/opinfo.md (about an hour here).
+opinfo: $(EXT)
+	$(PY) tools/opinfo_report.py
 
 $(DEPS): requirements.txt pyproject.toml
 	@command -v ccache >/dev/null 2>&1 || (apt-get install -y -q ccache >/dev/null 2>&1 || (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q ccache >/dev/null 2>&1) || echo "ccache not available; building without it")

@@ -74,7 +74,7 @@ at::Tensor& copy_(at::Tensor& self, const at::Tensor& src, bool non_blocking) {
 }
 
 at::Scalar local_scalar_dense(const at::Tensor& self) {
-  at::Tensor host = at::empty({}, self.options().device(at::kCPU));
+  at::Tensor host = at::empty(self.sizes(), self.options().device(at::kCPU));  // 0-dim or one element
   download(host, self);
   return at::_local_scalar_dense(host);
 }

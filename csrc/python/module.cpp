@@ -45,6 +45,7 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("_manual_seed_all", [](uint64_t seed) { device::manual_seed_all(seed); });
   m.def("_compile_count", [] { return runtime::started() ? runtime::get().compile_count() : 0; });
+  m.def("_compile_seconds", [] { return runtime::started() ? runtime::get().compile_seconds() : 0.0; });
   m.def("_program_cache_stats", [] {
     auto s = exec::program_cache_stats();
     return py::make_tuple(s.programs, s.hits, s.misses);

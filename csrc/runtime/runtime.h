@@ -52,6 +52,8 @@ class Runtime {
   virtual void synchronize(int device) = 0;
   // Programs compiled by XLA in this process.
   virtual int64_t compile_count() const = 0;
+  // Wall time spent in XLA compiles in this process, in seconds.
+  virtual double compile_seconds() const = 0;
 };
 
 // Holds the runtime's lock (the Python GIL, which the jax client needs) for

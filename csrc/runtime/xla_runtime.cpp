@@ -6,6 +6,7 @@
 
 #include <c10/util/Exception.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -172,6 +173,7 @@ class XlaRuntime final : public Runtime {
   int device_count() override { return static_cast<int>(devices_.size()); }
   const PlatformInfo& platform() override { return info_; }
   int64_t compile_count() const override { return compiles_; }
+  double compile_seconds() const override { return compile_seconds_; }
 
   ExecutableRef compile(const std::string& text, int device, const std::string& what) override {
     py::gil_scoped_acquire gil;
@@ -185,7 +187,9 @@ class XlaRuntime final : public Runtime {
       grid.append(py::make_tuple(devices_[device].attr("id")));
       options.attr("device_assignment") =
           device_assignment_cls_.attr("create")(numpy_.attr("array")(grid, "int32"));
+      auto start = std::chrono::steady_clock::now();
       py::object exe = backend_.attr("compile_and_load")(py::bytes(text), dl, options);
+      compile_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       ++compiles_;
       return std::make_shared<JaxExecutable>(std::move(exe), device, parse_result_types(text));
     } catch (py::error_already_set& e) {
@@ -263,6 +267,7 @@ class XlaRuntime final : public Runtime {
   std::vector<py::object> devices_, shardings_, np_dtypes_;
   PlatformInfo info_;
   int64_t compiles_ = 0;
+  double compile_seconds_ = 0;
 };
 
 hlo::ElementType parse_element(const std::string& s) {
