@@ -1,8 +1,6 @@
 // View ops: metadata only, sharing the storage (PyTorch's own generic
 // implementations, registered for tpu).
 //
-// narrow_copy checks its dim like CPU before narrowing and copying.
-//
 // Also the tensor-less factories tril_indices / triu_indices: they have no
 // tensor the engine's meta pass could size the output from, so they allocate
 // an empty tpu tensor and hand their out= form straight to the engine (its
@@ -45,15 +43,6 @@ at::Tensor triu_indices(int64_t row, int64_t col, int64_t offset, std::optional<
   return run_indices_out("aten::triu_indices", row, col, offset, dtype, device);
 }
 
-// narrow_copy: CPU checks a non-negative dim with a RuntimeError where the
-// composite kernel (and the meta kernel) would raise IndexError.
-at::Tensor narrow_copy(const at::Tensor& self, int64_t dim, c10::SymInt start, c10::SymInt length) {
-  TORCH_CHECK(self.dim() > 0, "narrow() cannot be applied to a 0-dim tensor.");
-  TORCH_CHECK(dim < self.dim(), "narrow_copy(): dim ", dim, " out of range for a tensor of ", self.dim(),
-              " dimensions");
-  return self.narrow_symint(dim, std::move(start), std::move(length)).clone(at::MemoryFormat::Contiguous);
-}
-
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -63,7 +52,6 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("unfold", TORCH_FN(at::native::unfold));
   m.impl("tril_indices", TORCH_FN(tril_indices));
   m.impl("triu_indices", TORCH_FN(triu_indices));
-  m.impl("narrow_copy", TORCH_FN(narrow_copy));
   m.impl("tril_indices.out", torch::CppFunction::makeFromBoxedFunction<&exec::run_lowered_op>());
   m.impl("triu_indices.out", torch::CppFunction::makeFromBoxedFunction<&exec::run_lowered_op>());
 }

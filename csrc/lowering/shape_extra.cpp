@@ -123,7 +123,7 @@ void pdist_pairs(int64_t n, Dims& is, Dims& js) {
 
 }  // namespace
 
-// narrow_copy.out (the functional form is a tpu kernel: narrow + clone).
+// narrow_copy.out (the functional form decomposes into narrow + clone).
 TPU_LOWERING(narrow_copy) {
   Value x = ctx.tensor("self");
   int64_t dim = c10::maybe_wrap_dim(ctx.int_arg("dim"), x.rank());
