@@ -457,3 +457,50 @@ Value triangular_solve(Value a, Value b, bool left_side, bool lower, bool unit_d
 }
 
 }  // namespace torch_tpu::hlo
+
+// ---- shape branch: constant index vectors and gathers along one dim ----------
+namespace torch_tpu::hlo {
+
+namespace {
+Dims dims_except(int64_t rank, int64_t skip) {
+  Dims out;
+  for (int64_t i = 0; i < rank; ++i)
+    if (i != skip) out.push_back(i);
+  return out;
+}
+}  // namespace
+
+Value constant_i64_vector(Builder& b, const Dims& values) {
+  std::string lit = "[";
+  for (size_t i = 0; i < values.size(); ++i) lit += (i ? ", " : "") + std::to_string(values[i]);
+  lit += "]";
+  TensorType t{ElementType::kI64, {static_cast<int64_t>(values.size())}};
+  return b.emit("constant", {}, t, "value = dense<" + lit + "> : " + t.str());
+}
+
+Value take_along_dim(Value x, int64_t dim, Value idx) {
+  int64_t k = idx.dim(0);
+  Dims slice_sizes = x.dims();
+  slice_sizes[dim] = 1;
+  Dims result = x.dims();
+  result[dim] = k;
+  GatherDims gd;
+  gd.offset_dims = dims_except(x.rank(), dim);
+  gd.collapsed_slice_dims = {dim};
+  gd.start_index_map = {dim};
+  gd.index_vector_dim = 1;
+  return gather(x, reshape(idx, {k, 1}), gd, slice_sizes, result);
+}
+
+Value scatter_add_along_dim(Value g, int64_t dim, Value idx, int64_t n) {
+  Dims dims = g.dims();
+  dims[dim] = n;
+  ScatterDims sd;
+  sd.update_window_dims = dims_except(g.rank(), dim);
+  sd.inserted_window_dims = {dim};
+  sd.scatter_dims_to_operand_dims = {dim};
+  sd.index_vector_dim = 1;
+  return scatter(full(g.builder(), g.element(), dims, 0), reshape(idx, {idx.dim(0), 1}), g, sd, "add");
+}
+
+}  // namespace torch_tpu::hlo

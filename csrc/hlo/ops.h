@@ -118,3 +118,14 @@ Value cholesky(Value a, bool lower);
 // have the same batch dims.
 Value triangular_solve(Value a, Value b, bool left_side, bool lower, bool unit_diagonal, bool transpose_a);
 }  // namespace torch_tpu::hlo
+
+// ---- shape branch: constant index vectors and gathers along one dim ----------
+namespace torch_tpu::hlo {
+// A 1-D i64 constant holding `values` (non-empty).
+Value constant_i64_vector(Builder& b, const Dims& values);
+// x with dim `dim` replaced by x[..., idx[k], ...] for each k of the 1-D `idx`.
+Value take_along_dim(Value x, int64_t dim, Value idx);
+// Adjoint of take_along_dim: `n` entries along `dim`, entry j the sum of
+// g[..., k, ...] over every k with idx[k] == j.
+Value scatter_add_along_dim(Value g, int64_t dim, Value idx, int64_t n);
+}  // namespace torch_tpu::hlo
