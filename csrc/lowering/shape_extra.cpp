@@ -1,7 +1,7 @@
 // More shape-family ops that reach the engine (the rest of the family, such
 // as repeat, rot90, diag_embed, stack or the *_copy ops, decomposes through
 // CompositeExplicitAutograd kernels into ops lowered elsewhere):
-// narrow_copy.out, im2col / col2im (nn.functional.unfold / fold), channel_shuffle, tril_indices / triu_indices,
+// narrow_copy.out, channel_shuffle, tril_indices / triu_indices,
 // and the distance ops _cdist_forward / _cdist_backward / _pdist_forward /
 // _pdist_backward / _euclidean_dist.
 #include <c10/core/WrapDimMinimal.h>
@@ -137,68 +137,6 @@ TPU_LOWERING(narrow_copy) {
   lo[dim] = start;
   hi[dim] = start + length;
   return {hlo::slice(x, lo, hi)};
-}
-
-namespace {
-
-struct Im2colGeometry {
-  int64_t kh, kw, dh, dw, ph, pw, sh, sw;
-  int64_t oh, ow;  // number of window positions
-  // Padded-input row (column) of every (kernel offset, window position).
-  Dims rows() const { return positions(kh, oh, dh, sh); }
-  Dims cols() const { return positions(kw, ow, dw, sw); }
-  static Dims positions(int64_t k, int64_t o, int64_t d, int64_t s) {
-    Dims v;
-    for (int64_t i = 0; i < k; ++i)
-      for (int64_t j = 0; j < o; ++j) v.push_back(j * s + i * d);
-    return v;
-  }
-};
-
-Im2colGeometry im2col_geometry(LowerCtx& ctx, int64_t h, int64_t w) {
-  auto k = ctx.ints_arg("kernel_size"), d = ctx.ints_arg("dilation"), p = ctx.ints_arg("padding"),
-       s = ctx.ints_arg("stride");
-  Im2colGeometry g{k[0], k[1], d[0], d[1], p[0], p[1], s[0], s[1], 0, 0};
-  g.oh = (h + 2 * g.ph - g.dh * (g.kh - 1) - 1) / g.sh + 1;
-  g.ow = (w + 2 * g.pw - g.dw * (g.kw - 1) - 1) / g.sw + 1;
-  return g;
-}
-
-}  // namespace
-
-// im2col(self [N?, C, H, W], kernel_size, dilation, padding, stride) ->
-// [N?, C*kh*kw, oh*ow]: two gathers over the zero-padded input.
-TPU_LOWERING(im2col) {
-  Value x = ctx.tensor("self");
-  if (x.rank() == 3) x = hlo::reshape(x, {1, x.dim(0), x.dim(1), x.dim(2)});
-  if (numel_of(*ctx.out_sizes()) == 0) return {zeros(ctx)};
-  int64_t n = x.dim(0), c = x.dim(1);
-  Im2colGeometry g = im2col_geometry(ctx, x.dim(2), x.dim(3));
-  Value xp = hlo::pad(x, hlo::constant(ctx.b(), x.element(), 0), {0, 0, g.ph, g.pw}, {0, 0, g.ph, g.pw});
-  xp = hlo::take_along_dim(xp, 2, hlo::constant_i64_vector(ctx.b(), g.rows()));
-  xp = hlo::take_along_dim(xp, 3, hlo::constant_i64_vector(ctx.b(), g.cols()));
-  Value r = hlo::reshape(xp, {n, c, g.kh, g.oh, g.kw, g.ow});
-  r = hlo::transpose(r, {0, 1, 2, 4, 3, 5});
-  return {hlo::reshape(r, {n, c * g.kh * g.kw, g.oh * g.ow})};
-}
-
-// col2im(self [N?, C*kh*kw, L], output_size, kernel_size, dilation, padding,
-// stride) -> [N?, C, H, W]: im2col's adjoint, two scatter-adds.
-TPU_LOWERING(col2im) {
-  Value x = ctx.tensor("self");
-  if (x.rank() == 2) x = hlo::reshape(x, {1, x.dim(0), x.dim(1)});
-  if (numel_of(*ctx.out_sizes()) == 0) return {zeros(ctx)};
-  auto out_hw = ctx.ints_arg("output_size");
-  int64_t h = out_hw[0], w = out_hw[1];
-  Im2colGeometry g = im2col_geometry(ctx, h, w);
-  int64_t n = x.dim(0), c = x.dim(1) / (g.kh * g.kw);
-  ElementType e = x.element();
-  x = hlo::convert(x, compute_type(e));
-  Value r = hlo::reshape(x, {n, c, g.kh, g.kw, g.oh, g.ow});
-  r = hlo::reshape(hlo::transpose(r, {0, 1, 2, 4, 3, 5}), {n, c, g.kh * g.oh, g.kw * g.ow});
-  r = hlo::scatter_add_along_dim(r, 3, hlo::constant_i64_vector(ctx.b(), g.cols()), w + 2 * g.pw);
-  r = hlo::scatter_add_along_dim(r, 2, hlo::constant_i64_vector(ctx.b(), g.rows()), h + 2 * g.ph);
-  return {hlo::slice(r, {0, 0, g.ph, g.pw}, {n, c, g.ph + h, g.pw + w})};
 }
 
 // channel_shuffle(self [N, C, *], groups): [N, g, C/g, *] -> [N, C/g, g, *].
