@@ -207,7 +207,9 @@ def write_report(results, dtypes, path, wall, args):
         "(dropout, normal, empty, ...) are compared on shape and dtype only.",
         "",
         f"torch {__import__('torch').__version__}, {len(results)} entries, "
-        f"run in {wall / 60:.1f} min with {args.jobs} worker processes.",
+        f"run in {wall / 60:.1f} min with {args.jobs} worker processes"
+        + (f"; at most the first {args.max_samples} samples of each entry per check."
+           if args.max_samples else "; every sample."),
         "",
         "## Totals",
         "",
