@@ -16,6 +16,7 @@
 #include "device/generator.h"
 #include "device/guard.h"
 #include "device/storage.h"
+#include "lowering/precision.h"
 #include "lowering/registry.h"
 #include "lowering/view.h"
 #include "runtime/runtime.h"
@@ -92,7 +93,17 @@ bool is_scalar_type(const c10::Argument& a) {
   return kind == c10::TypeKind::NumberType;
 }
 
-void append_value(std::string& k, const c10::IValue& v, const c10::Argument& a, bool static_scalars) {
+// Fused optimizer steps (`_fused_adam_`, ...) take lr, betas and friends as
+// `float`; their rules read them as runtime operands, so a learning-rate
+// schedule does not recompile.
+bool floats_are_operands(const c10::FunctionSchema& s) { return s.name().rfind("aten::_fused_", 0) == 0; }
+
+bool is_runtime_operand(const c10::Argument& a, bool runtime_floats) {
+  return is_scalar_type(a) || (runtime_floats && a.type()->kind() == c10::TypeKind::FloatType);
+}
+
+void append_value(std::string& k, const c10::IValue& v, const c10::Argument& a, bool static_scalars,
+                  bool runtime_floats = false) {
   if (v.isTensor()) {
     if (v.toTensor().defined())
       append_tensor(k, v.toTensor());
@@ -105,7 +116,7 @@ void append_value(std::string& k, const c10::IValue& v, const c10::Argument& a, 
     k += 'L';
     append_int(k, static_cast<int64_t>(list.size()));
     for (const auto& e : list) append_value(k, e, a, static_scalars);
-  } else if (v.isScalar() && !static_scalars && is_scalar_type(a)) {
+  } else if (v.isScalar() && !static_scalars && is_runtime_operand(a, runtime_floats)) {
     // A Scalar (or Scalar?) argument is a runtime operand: only its kind
     // shapes the program.
     k += v.isDouble() ? 'd' : v.isInt() ? 'i' : v.isBool() ? 'b' : 'z';
@@ -563,8 +574,12 @@ void run_lowered_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   key += '#';
   key += std::to_string(device);
   key += '#';
+  // The fp32 matmul precision shapes dot products: changing it recompiles.
+  key += static_cast<char>('0' + static_cast<int>(lowering::matmul_precision()));
+  key += '#';
   bool static_scalars = scalars_shape_output(schema);
-  for (size_t i = 0; i < n; ++i) append_value(key, args[i], schema.arguments()[i], static_scalars);
+  bool runtime_floats = floats_are_operands(schema);
+  for (size_t i = 0; i < n; ++i) append_value(key, args[i], schema.arguments()[i], static_scalars, runtime_floats);
 
   auto& c = cache();
   auto it = c.find(key);
