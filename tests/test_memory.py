@@ -2,6 +2,7 @@
 CUDA's style, after which everything else carries on) and no leak over a
 training run."""
 
+import gc
 import os
 import subprocess
 import sys
@@ -15,7 +16,16 @@ from utils import assert_close
 tpu = torch.tpu
 
 
-def test_counters_exact():
+@pytest.fixture
+def no_gc():
+    # Garbage from earlier tests collected mid-test would move the counters.
+    gc.collect()
+    gc.disable()
+    yield
+    gc.enable()
+
+
+def test_counters_exact(no_gc):
     tpu.synchronize()
     base = tpu.memory_allocated()
     stats0 = tpu.memory_stats()
@@ -50,7 +60,7 @@ def _limit_to(extra_bytes):
     tpu.set_per_process_memory_fraction((tpu.memory_allocated() + extra_bytes) / total)
 
 
-def test_out_of_memory_then_carry_on():
+def test_out_of_memory_then_carry_on(no_gc):
     keep = torch.arange(1000, dtype=torch.float32).to("tpu")
     ooms = tpu.memory_stats()["num_ooms"]
     try:
@@ -100,7 +110,7 @@ def test_bad_fraction():
         tpu.set_per_process_memory_fraction(1.5)
 
 
-def test_training_does_not_leak():
+def test_training_does_not_leak(no_gc):
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4)).to("tpu")
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)

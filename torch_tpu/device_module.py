@@ -255,11 +255,8 @@ def reset_peak_memory_stats(device: Any = None) -> None:
 
 
 def empty_cache() -> None:
-    """Nothing is cached: freed tensors release their device buffers.
-    Releases runtime buffers whose release was deferred (see design.md)."""
-    import gc
-
-    gc.collect()
+    """Nothing is cached: freed tensors release their device buffers at once,
+    so memory_reserved() is memory_allocated() and there is nothing to empty."""
 
 
 # ---- fp32 matmul precision -------------------------------------------------

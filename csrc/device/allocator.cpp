@@ -74,6 +74,18 @@ void delete_storage_buffer(void* ctx) {
   delete sb;  // dropping the BufferRef never needs the GIL (runtime defers it)
 }
 
+[[noreturn]] void raise_out_of_memory(int device, int64_t size) {
+  auto& c = g_counters[device];
+  int64_t limit = limit_of(c);
+  c.ooms += 1;
+  int64_t in_use = c.allocated.load();
+  TORCH_CHECK_WITH(OutOfMemoryError, false, "TPU out of memory. Tried to allocate ", format_size(size), ". TPU ", device,
+                   " has a total capacity of ", format_size(limit), " of which ",
+                   format_size(std::max<int64_t>(limit - in_use, 0)), " is free. Of the allocated memory ",
+                   format_size(in_use), " is allocated by PyTorch. (The limit is TORCH_TPU_HBM_BYTES or "
+                   "torch.tpu.set_per_process_memory_fraction.)");
+}
+
 class TpuAllocator final : public at::Allocator {
  public:
   at::DataPtr allocate(size_t nbytes) override {
@@ -85,13 +97,7 @@ class TpuAllocator final : public at::Allocator {
     int64_t now = (c.allocated += size);
     if (now > limit) {
       c.allocated -= size;
-      c.ooms += 1;
-      int64_t in_use = c.allocated.load();
-      TORCH_CHECK_WITH(OutOfMemoryError, false, "TPU out of memory. Tried to allocate ", format_size(size), ". TPU ",
-                       device, " has a total capacity of ", format_size(limit), " of which ",
-                       format_size(std::max<int64_t>(limit - in_use, 0)), " is free. Of the allocated memory ",
-                       format_size(in_use), " is allocated by PyTorch. (The limit is TORCH_TPU_HBM_BYTES or "
-                       "torch.tpu.set_per_process_memory_fraction.)");
+      raise_out_of_memory(device, size);
     }
     auto* sb = new StorageBuffer();
     sb->device = device;
@@ -131,6 +137,12 @@ MemoryStats memory_stats(int device) {
   auto& c = g_counters[device];
   return {c.allocated.load(), c.peak.load(), c.allocs.load(), c.frees.load(),
           c.ooms.load(), c.allocated_total.load(), c.freed_total.load(), limit_of(c)};
+}
+
+void check_can_allocate(int device, int64_t bytes) {
+  TORCH_CHECK(device >= 0 && device < kMaxDevices, "torch_tpu: invalid device ", device);
+  auto& c = g_counters[device];
+  if (c.allocated.load() + bytes > limit_of(c)) raise_out_of_memory(device, bytes);
 }
 
 void set_memory_limit(int device, int64_t bytes) {

@@ -46,6 +46,10 @@ MemoryStats memory_stats(int device);
 // Sets the device memory limit in bytes (negative: back to the default,
 // TORCH_TPU_HBM_BYTES or half the host's memory on XLA:CPU).
 void set_memory_limit(int device, int64_t bytes);
+// Raises torch.OutOfMemoryError if `bytes` more would pass the limit (a
+// program checks its new outputs before it runs, so a failing op changes
+// nothing).
+void check_can_allocate(int device, int64_t bytes);
 void reset_peak_memory(int device);
 
 }  // namespace torch_tpu::device

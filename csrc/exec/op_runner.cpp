@@ -500,6 +500,16 @@ void run_program(const Program& prog, std::vector<c10::IValue>& args, torch::jit
         break;
     }
   }
+  // The new outputs must fit in device memory before anything runs: an op
+  // that does not fit raises OutOfMemoryError and changes nothing.
+  int64_t new_bytes = 0;
+  for (const auto& n : prog.news) {
+    if (n.result < 0) continue;
+    int64_t numel = 1;
+    for (auto s : n.sizes) numel *= s;
+    new_bytes += numel * static_cast<int64_t>(c10::elementSize(n.dtype));
+  }
+  if (new_bytes > 0) device::check_can_allocate(prog.device, new_bytes);
   auto outs = runtime::get().execute(*prog.exe, inputs);
   for (const auto& w : prog.writes) {
     auto& sb = device::storage_buffer(tensor_at(args, w.arg, w.item).storage());
