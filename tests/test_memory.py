@@ -139,3 +139,26 @@ def test_training_does_not_leak(no_gc):
     tpu.synchronize()
     assert last < first  # it trained
     assert tpu.memory_allocated() == start
+
+
+def test_accelerator_memory_api(no_gc):
+    acc = torch.accelerator
+    base = acc.memory_allocated()
+    assert base == tpu.memory_allocated()
+    x = torch.empty(256, device="tpu")
+    assert acc.memory_allocated() == base + 1024
+    assert acc.memory_reserved() == tpu.memory_reserved()
+    assert acc.max_memory_allocated() >= base + 1024
+    stats = acc.memory_stats()
+    assert stats["allocated_bytes.all.current"] == base + 1024
+    assert stats["allocation.all.current"] == tpu.memory_stats()["allocation.all.current"]
+    tpu.reset_accumulated_memory_stats()
+    assert tpu.memory_stats()["allocation.all.allocated"] == 0
+    assert tpu.memory_stats()["allocation.all.current"] == acc.memory_stats()["allocation.all.current"] > 0
+    del x
+    acc.reset_peak_memory_stats()
+    assert acc.max_memory_allocated() == base
+    acc.empty_cache()
+    free, total = tpu.mem_get_info()
+    assert total == tpu.get_device_properties().total_memory
+    assert_close(torch.ones(3, device="tpu") * 2, torch.full((3,), 2.0))

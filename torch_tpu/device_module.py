@@ -15,7 +15,7 @@ __all__ = [
     "manual_seed_all", "seed", "initial_seed", "get_rng_state", "set_rng_state",
     "memory_allocated", "max_memory_allocated", "memory_reserved",
     "max_memory_reserved", "memory_stats", "empty_cache",
-    "reset_peak_memory_stats", "is_initialized", "platform",
+    "reset_peak_memory_stats", "reset_accumulated_memory_stats", "is_initialized", "platform",
     "set_per_process_memory_fraction", "get_per_process_memory_fraction", "mem_get_info", "OutOfMemoryError",
     "get_amp_supported_dtype", "amp", "precision", "get_precision", "Precision",
     "Stream", "Event", "current_stream", "default_stream", "set_stream", "stream", "StreamContext",
@@ -252,6 +252,10 @@ def max_memory_reserved(device: Any = None) -> int:
 
 def reset_peak_memory_stats(device: Any = None) -> None:
     _C._reset_peak_memory_stats(_index(device))
+
+
+def reset_accumulated_memory_stats(device: Any = None) -> None:
+    _C._reset_accumulated_memory_stats(_index(device))
 
 
 def empty_cache() -> None:

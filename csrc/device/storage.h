@@ -41,6 +41,7 @@ struct MemoryStats {
   int64_t allocated_total = 0;  // bytes ever allocated / freed
   int64_t freed_total = 0;
   int64_t limit = 0;  // device memory: allocations past it raise OutOfMemoryError
+  int64_t num_live = 0;  // allocations not yet freed
 };
 MemoryStats memory_stats(int device);
 // Sets the device memory limit in bytes (negative: back to the default,
@@ -51,5 +52,7 @@ void set_memory_limit(int device, int64_t bytes);
 // nothing).
 void check_can_allocate(int device, int64_t bytes);
 void reset_peak_memory(int device);
+// Zeroes the cumulative counters (allocations, frees, bytes, OOMs).
+void reset_accumulated_memory(int device);
 
 }  // namespace torch_tpu::device
