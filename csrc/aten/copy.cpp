@@ -1,6 +1,8 @@
 // copy_ between tpu and host, and between tpu tensors; item().
 #include <ATen/ops/_local_scalar_dense.h>
+#include <ATen/ops/conj_physical.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/neg.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
@@ -55,8 +57,14 @@ void download(const at::Tensor& self, const at::Tensor& src) {
   self.copy_(host);
 }
 
-at::Tensor& copy_(at::Tensor& self, const at::Tensor& src, bool non_blocking) {
-  if (self.is_same(src) || self.numel() == 0) return self;
+at::Tensor& copy_(at::Tensor& self, const at::Tensor& src_in, bool non_blocking) {
+  if (self.is_same(src_in) || self.numel() == 0) return self;
+  // Lazy conjugate / negative views (conj(), _neg_view) hold raw values plus
+  // a flag: copy their logical values.
+  at::Tensor src = src_in;
+  if (src.is_privateuseone() && src.is_conj()) src = at::conj_physical(src.conj());
+  if (src.is_privateuseone() && src.is_neg()) src = at::neg(src._neg_view());
+  if (src.is_cpu()) src = src.resolve_conj().resolve_neg();
   if (self.is_privateuseone() && src.is_privateuseone()) {
     if (self.device() == src.device()) {
       copy_on_device(self, src);

@@ -9,6 +9,7 @@
 #include <ATen/ops/count_nonzero.h>
 #include <ATen/ops/cumsum.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/eq.h>
 #include <ATen/ops/expand.h>
 #include <ATen/ops/index_select.h>
 #include <ATen/ops/nonzero_static.h>
@@ -171,6 +172,15 @@ at::Tensor tpu_repeat_interleave(const at::Tensor& repeats, std::optional<c10::S
   return pos.unsqueeze(1).ge(cum.unsqueeze(0)).sum(1);
 }
 
+// equal(a, b) -> bool: same sizes and every element equal (a host value).
+bool tpu_equal(const at::Tensor& self, const at::Tensor& other) {
+  TORCH_CHECK(self.device() == other.device(), "Cannot compare two tensors on different devices. Got: ",
+              self.device(), " and ", other.device());
+  if (!self.sizes().equals(other.sizes())) return false;
+  if (self.numel() == 0) return true;
+  return at::eq(self, other).all().item<bool>();
+}
+
 // ---- boolean masks in advanced indexing ------------------------------------------
 
 // Replaces each bool/byte mask by the long index tensors of its nonzero
@@ -256,6 +266,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("bincount", &tpu_bincount);
   m.impl("repeat_interleave.Tensor", &tpu_repeat_interleave);
   m.impl("index.Tensor", &tpu_index);
+  m.impl("equal", &tpu_equal);
   m.impl("_index_put_impl_", &tpu_index_put_impl);
 }
 

@@ -1,5 +1,6 @@
 #include "exec/op_runner.h"
 
+#include <algorithm>
 #include <ATen/EmptyTensor.h>
 #include <ATen/core/Generator.h>
 #include <ATen/ops/empty.h>
@@ -7,6 +8,7 @@
 #include <c10/core/DeviceGuard.h>
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 #include <sstream>
@@ -61,7 +63,12 @@ void append_int(std::string& k, int64_t v) {
   k += ',';
 }
 
-void append_tensor(std::string& k, const at::Tensor& t) {
+// `storages`: the storages seen so far in this key. Which arguments share a
+// storage shapes the program (they become one parameter), so each tensor
+// records the position of its storage among them.
+using SeenStorages = std::vector<const void*>;
+
+void append_tensor(std::string& k, const at::Tensor& t, SeenStorages& storages) {
   if (t.device().is_cpu()) {
     k += 'c';
     append_int(k, static_cast<int>(t.scalar_type()));
@@ -78,6 +85,11 @@ void append_tensor(std::string& k, const at::Tensor& t) {
   append_int(k, static_cast<int64_t>(t.storage().nbytes()));
   auto& sb = device::storage_buffer(t.storage());
   append_int(k, sb.buffer ? static_cast<int>(sb.dtype) : -1);
+  const void* impl = t.storage().unsafeGetStorageImpl();
+  size_t pos = std::find(storages.begin(), storages.end(), impl) - storages.begin();
+  if (pos == storages.size()) storages.push_back(impl);
+  k += 's';
+  append_int(k, static_cast<int64_t>(pos));
 }
 
 // Ops whose output shape follows from Scalar arguments: their Scalars are
@@ -103,10 +115,10 @@ bool is_runtime_operand(const c10::Argument& a, bool runtime_floats) {
 }
 
 void append_value(std::string& k, const c10::IValue& v, const c10::Argument& a, bool static_scalars,
-                  bool runtime_floats = false) {
+                  SeenStorages& storages, bool runtime_floats = false) {
   if (v.isTensor()) {
     if (v.toTensor().defined())
-      append_tensor(k, v.toTensor());
+      append_tensor(k, v.toTensor(), storages);
     else
       k += 'N';
   } else if (v.isNone()) {
@@ -115,7 +127,7 @@ void append_value(std::string& k, const c10::IValue& v, const c10::Argument& a, 
     auto list = v.toListRef();
     k += 'L';
     append_int(k, static_cast<int64_t>(list.size()));
-    for (const auto& e : list) append_value(k, e, a, static_scalars);
+    for (const auto& e : list) append_value(k, e, a, static_scalars, storages, runtime_floats);
   } else if (v.isScalar() && !static_scalars && is_runtime_operand(a, runtime_floats)) {
     // A Scalar (or Scalar?) argument is a runtime operand: only its kind
     // shapes the program.
@@ -234,6 +246,9 @@ MetaResult run_meta(const c10::OperatorHandle& op, const std::vector<c10::IValue
       stack.emplace_back(ts);
     } else if (v.isGenerator()) {
       stack.emplace_back();  // meta kernels draw no numbers
+    } else if (v.isDevice()) {
+      // Factories: without this the meta call would dispatch back to tpu.
+      stack.emplace_back(c10::Device(c10::kMeta));
     } else {
       stack.push_back(v);
     }
@@ -352,9 +367,11 @@ std::shared_ptr<Program> compile_op(const c10::OperatorHandle& op, std::vector<c
     const void* key = t.storage().unsafeGetStorageImpl();
     int64_t numel = device::storage_numel(t);
     lowering::ViewLayout layout{t.sizes(), t.strides(), t.storage_offset()};
-    for (auto& [k, cur] : storages) {
-      if (k == key) {  // a second write into the same storage builds on the first
-        cur = lowering::write_view(cur, layout, v);
+    for (size_t i = 0; i < storages.size(); ++i) {
+      if (storages[i].first == key) {  // a second write into the same storage builds on the first
+        Value& cur = storages[i].second;
+        cur = lowering::write_view(lowering::reinterpret_storage(cur, v.element()), layout, v);
+        writes[i].dtype = t.scalar_type();
         return;
       }
     }
@@ -431,7 +448,7 @@ std::shared_ptr<Program> compile_op(const c10::OperatorHandle& op, std::vector<c
 // fixed learning rate are sent once.
 runtime::BufferRef upload_scalar(const c10::Scalar& s, at::ScalarType dtype, int device) {
   static auto* cache = new std::unordered_map<std::string, runtime::BufferRef>();
-  uint8_t bytes[8] = {0};
+  uint8_t bytes[16] = {0};
   switch (dtype) {
     case at::kBool: { bool v = s.toBool(); std::memcpy(bytes, &v, 1); break; }
     case at::kByte: { auto v = static_cast<uint8_t>(s.toLong()); std::memcpy(bytes, &v, 1); break; }
@@ -445,9 +462,11 @@ runtime::BufferRef upload_scalar(const c10::Scalar& s, at::ScalarType dtype, int
     case at::kBFloat16: { c10::BFloat16 v(static_cast<float>(s.toDouble())); std::memcpy(bytes, &v, 2); break; }
     case at::kFloat: { auto v = static_cast<float>(s.toDouble()); std::memcpy(bytes, &v, 4); break; }
     case at::kDouble: { auto v = s.toDouble(); std::memcpy(bytes, &v, 8); break; }
+    case at::kComplexFloat: { auto v = s.toComplexFloat(); std::memcpy(bytes, &v, 8); break; }
+    case at::kComplexDouble: { auto v = s.toComplexDouble(); std::memcpy(bytes, &v, 16); break; }
     default: TORCH_CHECK_NOT_IMPLEMENTED(false, "torch_tpu: scalar of dtype ", dtype, " is not supported");
   }
-  std::string key(reinterpret_cast<const char*>(bytes), 8);
+  std::string key(reinterpret_cast<const char*>(bytes), 16);
   key += static_cast<char>(dtype);
   key += std::to_string(device);
   auto it = cache->find(key);
@@ -589,7 +608,9 @@ void run_lowered_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   key += '#';
   bool static_scalars = scalars_shape_output(schema);
   bool runtime_floats = floats_are_operands(schema);
-  for (size_t i = 0; i < n; ++i) append_value(key, args[i], schema.arguments()[i], static_scalars, runtime_floats);
+  SeenStorages storages;
+  for (size_t i = 0; i < n; ++i)
+    append_value(key, args[i], schema.arguments()[i], static_scalars, storages, runtime_floats);
 
   auto& c = cache();
   auto it = c.find(key);

@@ -107,6 +107,60 @@ std::vector<Value> Builder::emit_multi(std::string_view op, const std::vector<Va
   return out;
 }
 
+// [linalg] Several regions: each printed like emit_multi's single one.
+std::string Builder::region_text(const std::vector<TensorType>& region_args, const RegionBody& body) {
+  std::string saved = std::move(body_);
+  body_.clear();
+  int saved_indent = indent_;
+  indent_ += 4;
+  std::vector<Value> args;
+  std::string header(saved_indent + 2, ' ');
+  header += "^bb0(";
+  for (size_t i = 0; i < region_args.size(); ++i) {
+    int id = new_value(region_args[i], "%" + std::to_string(next_ssa_++));
+    args.emplace_back(this, id);
+    if (i) header += ", ";
+    header += names_[id] + ": " + region_args[i].str();
+  }
+  header += "):\n";
+  std::vector<Value> yields = body(*this, args);
+  std::string text = header + body_;
+  text += std::string(indent_, ' ') + "\"stablehlo.return\"(" + operand_list(yields) + ") : (" + type_list(yields) +
+          ") -> ()\n";
+  indent_ = saved_indent;
+  body_ = std::move(saved);
+  return "{\n" + text + std::string(indent_, ' ') + "}";
+}
+
+std::vector<Value> Builder::emit_regions(std::string_view op, const std::vector<Value>& operands,
+                                         const std::vector<TensorType>& results,
+                                         const std::vector<std::pair<std::vector<TensorType>, RegionBody>>& regions) {
+  std::string ssa = "%" + std::to_string(next_ssa_++);
+  std::string line(indent_, ' ');
+  line += ssa;
+  if (results.size() > 1) line += ":" + std::to_string(results.size());
+  line += " = \"stablehlo.";
+  line += op;
+  line += "\"(" + operand_list(operands) + ") (";
+  for (size_t i = 0; i < regions.size(); ++i) {
+    if (i) line += ", ";
+    line += region_text(regions[i].first, regions[i].second);
+  }
+  line += ") : (" + type_list(operands) + ") -> (";
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (i) line += ", ";
+    line += results[i].str();
+  }
+  line += ")\n";
+  body_ += line;
+  std::vector<Value> out;
+  for (size_t i = 0; i < results.size(); ++i) {
+    std::string name = results.size() == 1 ? ssa : ssa + "#" + std::to_string(i);
+    out.emplace_back(this, new_value(results[i], std::move(name)));
+  }
+  return out;
+}
+
 std::string Builder::module_text(const std::vector<Value>& results) const {
   std::string s = "module @torch_tpu attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {\n";
   s += "  func.func public @main(";

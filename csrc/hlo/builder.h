@@ -7,6 +7,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "hlo/types.h"
@@ -55,6 +56,12 @@ class Builder {
                                 const std::vector<TensorType>& region_args = {},
                                 const RegionBody& body = nullptr);
 
+  // [linalg] Emit one op with several regions (stablehlo.while: cond, body),
+  // each given as (block argument types, body).
+  std::vector<Value> emit_regions(std::string_view op, const std::vector<Value>& operands,
+                                  const std::vector<TensorType>& results,
+                                  const std::vector<std::pair<std::vector<TensorType>, RegionBody>>& regions);
+
   // The whole module, returning `results` from @main.
   std::string module_text(const std::vector<Value>& results) const;
 
@@ -64,6 +71,7 @@ class Builder {
 
  private:
   int new_value(TensorType t, std::string name);
+  std::string region_text(const std::vector<TensorType>& region_args, const RegionBody& body);
   std::string operand_list(const std::vector<Value>& v) const;
   std::string type_list(const std::vector<Value>& v) const;
 

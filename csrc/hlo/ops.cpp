@@ -51,7 +51,7 @@ std::string float_literal(ElementType e, double v) {
 }
 
 const char* compare_type(ElementType e) {
-  if (is_float(e)) return "FLOAT";
+  if (is_float(e) || is_complex(e)) return "FLOAT";
   if (is_signed_int(e)) return "SIGNED";
   return "UNSIGNED";
 }
@@ -81,6 +81,7 @@ std::string dims_list(const Dims& d) {
 }
 
 Value constant(Builder& b, ElementType e, double v) {
+  if (is_complex(e)) return convert(constant(b, complex_component(e), v), e);  // v + 0i
   std::string lit;
   if (is_float(e)) {
     lit = float_literal(e, v);
@@ -428,6 +429,78 @@ std::pair<Value, Value> rng_bit_generator(Value key, const Dims& dims, ElementTy
   auto outs = key.builder().emit_multi("rng_bit_generator", {key}, {key.type(), TensorType{bits_type, dims}},
                                        "rng_algorithm = #stablehlo<rng_algorithm THREE_FRY>");
   return {outs[0], outs[1]};
+}
+
+}  // namespace torch_tpu::hlo
+
+// ---- [linalg] loops and dense linear-algebra primitives --------------------
+namespace torch_tpu::hlo {
+
+std::vector<Value> while_loop(const std::vector<Value>& init, const LoopCond& cond, const LoopBody& body) {
+  Builder& b = init.at(0).builder();
+  std::vector<TensorType> types;
+  for (auto& v : init) types.push_back(v.type());
+  RegionBody c = [&](Builder&, const std::vector<Value>& args) { return std::vector<Value>{cond(args)}; };
+  RegionBody s = [&](Builder&, const std::vector<Value>& args) { return body(args); };
+  return b.emit_regions("while", init, types, {{types, c}, {types, s}});
+}
+
+Value cholesky(Value a, bool lower) {
+  return a.builder().emit("cholesky", {a}, a.type(), lower ? "lower = true" : "lower = false");
+}
+
+Value triangular_solve(Value a, Value b, bool left_side, bool lower, bool unit_diagonal, bool transpose_a) {
+  std::string attrs = std::string("left_side = ") + (left_side ? "true" : "false") + ", lower = " +
+                      (lower ? "true" : "false") + ", unit_diagonal = " + (unit_diagonal ? "true" : "false") +
+                      ", transpose_a = #stablehlo<transpose " + (transpose_a ? "TRANSPOSE" : "NO_TRANSPOSE") + ">";
+  return a.builder().emit("triangular_solve", {a, b}, b.type(), attrs);
+}
+
+}  // namespace torch_tpu::hlo
+
+// ---- shape branch: constant index vectors and gathers along one dim ----------
+namespace torch_tpu::hlo {
+
+namespace {
+Dims dims_except(int64_t rank, int64_t skip) {
+  Dims out;
+  for (int64_t i = 0; i < rank; ++i)
+    if (i != skip) out.push_back(i);
+  return out;
+}
+}  // namespace
+
+Value constant_i64_vector(Builder& b, const Dims& values) {
+  std::string lit = "[";
+  for (size_t i = 0; i < values.size(); ++i) lit += (i ? ", " : "") + std::to_string(values[i]);
+  lit += "]";
+  TensorType t{ElementType::kI64, {static_cast<int64_t>(values.size())}};
+  return b.emit("constant", {}, t, "value = dense<" + lit + "> : " + t.str());
+}
+
+Value take_along_dim(Value x, int64_t dim, Value idx) {
+  int64_t k = idx.dim(0);
+  Dims slice_sizes = x.dims();
+  slice_sizes[dim] = 1;
+  Dims result = x.dims();
+  result[dim] = k;
+  GatherDims gd;
+  gd.offset_dims = dims_except(x.rank(), dim);
+  gd.collapsed_slice_dims = {dim};
+  gd.start_index_map = {dim};
+  gd.index_vector_dim = 1;
+  return gather(x, reshape(idx, {k, 1}), gd, slice_sizes, result);
+}
+
+Value scatter_add_along_dim(Value g, int64_t dim, Value idx, int64_t n) {
+  Dims dims = g.dims();
+  dims[dim] = n;
+  ScatterDims sd;
+  sd.update_window_dims = dims_except(g.rank(), dim);
+  sd.inserted_window_dims = {dim};
+  sd.scatter_dims_to_operand_dims = {dim};
+  sd.index_vector_dim = 1;
+  return scatter(full(g.builder(), g.element(), dims, 0), reshape(idx, {idx.dim(0), 1}), g, sd, "add");
 }
 
 }  // namespace torch_tpu::hlo

@@ -103,3 +103,29 @@ std::string dims_attr(const Dims& d);      // "array<i64: 0, 1>"
 std::string dims_list(const Dims& d);      // "[0, 1]"
 
 }  // namespace torch_tpu::hlo
+
+// ---- [linalg] loops and dense linear-algebra primitives --------------------
+namespace torch_tpu::hlo {
+// stablehlo.while over the state `init`: `cond` returns a rank-0 i1 from the
+// state, `body` the next state. Both regions get fresh block arguments; they
+// must only use those and values they create themselves.
+using LoopCond = std::function<Value(const std::vector<Value>&)>;
+using LoopBody = std::function<std::vector<Value>(const std::vector<Value>&)>;
+std::vector<Value> while_loop(const std::vector<Value>& init, const LoopCond& cond, const LoopBody& body);
+// stablehlo.cholesky of [..., n, n] (only the `lower` triangle is read).
+Value cholesky(Value a, bool lower);
+// stablehlo.triangular_solve: op(a) x = b (left_side) or x op(a) = b; a and b
+// have the same batch dims.
+Value triangular_solve(Value a, Value b, bool left_side, bool lower, bool unit_diagonal, bool transpose_a);
+}  // namespace torch_tpu::hlo
+
+// ---- shape branch: constant index vectors and gathers along one dim ----------
+namespace torch_tpu::hlo {
+// A 1-D i64 constant holding `values` (non-empty).
+Value constant_i64_vector(Builder& b, const Dims& values);
+// x with dim `dim` replaced by x[..., idx[k], ...] for each k of the 1-D `idx`.
+Value take_along_dim(Value x, int64_t dim, Value idx);
+// Adjoint of take_along_dim: `n` entries along `dim`, entry j the sum of
+// g[..., k, ...] over every k with idx[k] == j.
+Value scatter_add_along_dim(Value g, int64_t dim, Value idx, int64_t n);
+}  // namespace torch_tpu::hlo

@@ -16,6 +16,8 @@ const char* element_name(ElementType e) {
     case ElementType::kBF16: return "bf16";
     case ElementType::kF32: return "f32";
     case ElementType::kF64: return "f64";
+    case ElementType::kC64: return "complex<f32>";
+    case ElementType::kC128: return "complex<f64>";
   }
   return "?";
 }
@@ -23,6 +25,14 @@ const char* element_name(ElementType e) {
 bool is_float(ElementType e) {
   return e == ElementType::kF16 || e == ElementType::kBF16 || e == ElementType::kF32 ||
          e == ElementType::kF64;
+}
+
+bool is_complex(ElementType e) { return e == ElementType::kC64 || e == ElementType::kC128; }
+
+ElementType complex_component(ElementType e) {
+  if (e == ElementType::kC64) return ElementType::kF32;
+  if (e == ElementType::kC128) return ElementType::kF64;
+  return e;
 }
 
 bool is_signed_int(ElementType e) {
@@ -40,7 +50,8 @@ int element_bits(ElementType e) {
     case ElementType::kI8: case ElementType::kU8: return 8;
     case ElementType::kI16: case ElementType::kF16: case ElementType::kBF16: return 16;
     case ElementType::kI32: case ElementType::kU32: case ElementType::kF32: return 32;
-    case ElementType::kI64: case ElementType::kU64: case ElementType::kF64: return 64;
+    case ElementType::kI64: case ElementType::kU64: case ElementType::kF64: case ElementType::kC64: return 64;
+    case ElementType::kC128: return 128;
   }
   return 0;
 }

@@ -21,11 +21,16 @@ enum class ElementType : uint8_t {
   kBF16,
   kF32,
   kF64,
+  kC64,   // complex<f32>
+  kC128,  // complex<f64>
 };
 
 // MLIR spelling of the element type ("f32", "bf16", "i1", "ui8", ...).
 const char* element_name(ElementType e);
 bool is_float(ElementType e);
+bool is_complex(ElementType e);
+// complex<f32> -> f32, complex<f64> -> f64; anything else unchanged.
+ElementType complex_component(ElementType e);
 bool is_signed_int(ElementType e);
 bool is_unsigned_int(ElementType e);
 inline bool is_integral(ElementType e) { return is_signed_int(e) || is_unsigned_int(e); }

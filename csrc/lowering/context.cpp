@@ -22,6 +22,8 @@ ElementType element_type(at::ScalarType t) {
     case at::kBFloat16: return ElementType::kBF16;
     case at::kFloat: return ElementType::kF32;
     case at::kDouble: return ElementType::kF64;
+    case at::kComplexFloat: return ElementType::kC64;
+    case at::kComplexDouble: return ElementType::kC128;
     default:
       TORCH_CHECK_NOT_IMPLEMENTED(false, "torch_tpu: dtype ", t, " is not supported on tpu");
   }
@@ -41,6 +43,8 @@ at::ScalarType scalar_type(ElementType e) {
     case ElementType::kBF16: return at::kBFloat16;
     case ElementType::kF32: return at::kFloat;
     case ElementType::kF64: return at::kDouble;
+    case ElementType::kC64: return at::kComplexFloat;
+    case ElementType::kC128: return at::kComplexDouble;
   }
   return at::kFloat;
 }
@@ -127,7 +131,7 @@ Value LowerCtx::storage_param(int arg, int item) {
   const at::Tensor& t = tensor_at(arg, item);
   const void* key = t.storage().unsafeGetStorageImpl();
   for (auto& [k, v] : storages_)
-    if (k == key) return v;
+    if (k == key) return reinterpret_storage(v, element_type(t.scalar_type()));
   auto& sb = device::storage_buffer(t.storage());
   int64_t numel = device::storage_numel(t);
   Value v;
@@ -135,10 +139,12 @@ Value LowerCtx::storage_param(int arg, int item) {
     // Never written: reads as zeros, and needs no runtime operand.
     v = hlo::full(builder_, element_type(t.scalar_type()), {numel}, 0);
   } else {
-    TORCH_CHECK_NOT_IMPLEMENTED(sb.dtype == t.scalar_type(), "torch_tpu: ", op_name(), " reads a ", sb.dtype,
-                                " storage as ", t.scalar_type(), "; reinterpreting tpu storage is not supported yet");
-    v = builder_.parameter(hlo::TensorType{element_type(sb.dtype), {numel}});
+    // The buffer holds the type last written; a view of another dtype
+    // (view_as_real, view(dtype)) reads its bytes reinterpreted.
+    int64_t stored = static_cast<int64_t>(t.storage().nbytes() / c10::elementSize(sb.dtype));
+    v = builder_.parameter(hlo::TensorType{element_type(sb.dtype), {stored}});
     params_.push_back({ParamSource::kStorage, arg, item, sb.dtype});
+    v = reinterpret_storage(v, element_type(t.scalar_type()));
   }
   storages_.emplace_back(key, v);
   return v;

@@ -56,7 +56,10 @@ std::vector<Value> div_impl(LowerCtx& ctx, const std::string& mode) {
   if (mode.empty()) return {hlo::div(a, b)};
   if (mode == "trunc") {
     Value q = hlo::div(a, b);  // integer division truncates
-    return {hlo::is_float(q.element()) ? trunc(q) : q};
+    if (!hlo::is_float(q.element())) return {q};
+    // CPU rounds a bf16/f16 quotient to its type before truncating.
+    if (ct != t) q = hlo::convert(hlo::convert(q, et(t)), et(ct));
+    return {trunc(q)};
   }
   TORCH_CHECK(mode == "floor", ctx.op_name(), ": rounding_mode must be None, 'trunc' or 'floor', got '", mode, "'");
   return {floor_div(a, b)};

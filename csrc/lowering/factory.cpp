@@ -75,6 +75,11 @@ TPU_LOWERING(logspace) {
   return {hlo::binary("power", base, exponent)};
 }
 
+// Autograd's zero gradients (a ZeroTensor on CPU/CUDA): plain zeros here.
+TPU_LOWERING(_efficientzerotensor) {
+  return {hlo::full(ctx.b(), element_type(*ctx.out_dtype()), *ctx.out_sizes(), 0)};
+}
+
 // eye.m_out(n, m, *, out)
 TPU_LOWERING(eye) {
   auto dims = *ctx.out_sizes();

@@ -267,11 +267,21 @@ TPU_LOWERING(argmin) { return arg_max_min(ctx, false); }
 
 TPU_LOWERING(aminmax) {
   Value x = ctx.tensor("self");
+  // The structured out= wrapper's dtype check (the meta kernel skips it).
+  for (const char* out : {"min", "max", "out0", "out1"}) {
+    if (!ctx.has(out) || !ctx.is_tensor(out)) continue;
+    const at::Tensor& o = ctx.tensor_arg(out);
+    const at::Tensor& self = ctx.tensor_arg("self");
+    TORCH_CHECK(o.scalar_type() == self.scalar_type(), "Expected out tensor to have dtype ", self.dtype(),
+                ", but got ", o.dtype(), " instead");
+  }
   bool keep = keepdim(ctx);
   Dims dims = ctx.is_none("dim") ? all_dims(x.rank()) : normalize(ctx, {ctx.int_arg("dim")}, x.rank());
   return {finish(reduce_extreme(x, dims, false), x.dims(), dims, keep),
           finish(reduce_extreme(x, dims, true), x.dims(), dims, keep)};
 }
+// The older spelling: _aminmax() over everything, _aminmax.dim(dim, keepdim).
+TPU_LOWERING_ALIAS(_aminmax, aminmax);
 
 // ---- variance and standard deviation --------------------------------------------
 

@@ -109,4 +109,40 @@ Value write_view(Value storage, const ViewLayout& v, Value update) {
   return hl::scatter_1d(storage, element_indices(b, v), update);
 }
 
+Value reinterpret_storage(Value v, hlo::ElementType to) {
+  using hlo::ElementType;
+  ElementType from = v.element();
+  if (from == to) return v;
+  int64_t n = v.dims()[0];
+  if (hlo::is_complex(from)) {  // [N] complex -> [2N] (re, im) pairs
+    ElementType part = hlo::complex_component(from);
+    Value re = hlo::reshape(v.builder().emit("real", {v}, hlo::TensorType{part, {n}}), {n, 1});
+    Value im = hlo::reshape(v.builder().emit("imag", {v}, hlo::TensorType{part, {n}}), {n, 1});
+    return reinterpret_storage(hlo::reshape(hlo::concatenate({re, im}, 1), {2 * n}), to);
+  }
+  if (hlo::is_complex(to)) {
+    ElementType part = hlo::complex_component(to);
+    Value pairs = hlo::reshape(reinterpret_storage(v, part), {n * hlo::element_bits(from) / hlo::element_bits(part) / 2, 2});
+    int64_t m = pairs.dims()[0];
+    Value re = hlo::reshape(hlo::slice(pairs, {0, 0}, {m, 1}), {m});
+    Value im = hlo::reshape(hlo::slice(pairs, {0, 1}, {m, 2}), {m});
+    return v.builder().emit("complex", {re, im}, hlo::TensorType{to, {m}});
+  }
+  // bool is stored as one byte per element.
+  if (from == ElementType::kPred) return reinterpret_storage(hlo::convert(v, ElementType::kU8), to);
+  if (to == ElementType::kPred) {
+    Value bytes = reinterpret_storage(v, ElementType::kU8);
+    return hlo::compare(bytes, hlo::zeros_like(bytes), "NE");
+  }
+  int fb = hlo::element_bits(from), tb = hlo::element_bits(to);
+  if (fb == tb) return hlo::bitcast_convert(v, to);
+  if (fb > tb) {  // each element splits into fb/tb narrower ones
+    int64_t r = fb / tb;
+    Value parts = v.builder().emit("bitcast_convert", {v}, hlo::TensorType{to, {n, r}});
+    return hlo::reshape(parts, {n * r});
+  }
+  int64_t r = tb / fb;
+  return v.builder().emit("bitcast_convert", {hlo::reshape(v, {n / r, r})}, hlo::TensorType{to, {n / r}});
+}
+
 }  // namespace torch_tpu::lowering

@@ -25,6 +25,11 @@ bool covers_storage(const ViewLayout& v, int64_t storage_numel);
 // reshapes; anything else gathers by computed index.
 Value read_view(Value storage_1d, const ViewLayout& v);
 
+// A 1-D storage buffer's bytes read as elements of type `to` (for views
+// whose dtype differs from their storage's: view_as_real, view(dtype)).
+// Lossless both ways, so writes can store the view's type.
+Value reinterpret_storage(Value storage_1d, hlo::ElementType to);
+
 // The storage after writing `update` (shape `sizes`, storage's element
 // type) through the view. `storage_1d` is the current buffer.
 Value write_view(Value storage_1d, const ViewLayout& v, Value update);

@@ -97,6 +97,8 @@ const char* numpy_dtype_name(hlo::ElementType e) {
     case E::kBF16: return "bfloat16";
     case E::kF32: return "float32";
     case E::kF64: return "float64";
+    case E::kC64: return "complex64";
+    case E::kC128: return "complex128";
   }
   return "?";
 }
@@ -151,7 +153,7 @@ class XlaRuntime final : public Runtime {
     for (auto& d : devices_) shardings_.push_back(sharding_cls(d));
     numpy_ = py::module_::import("numpy");
     py::module_ ml_dtypes = py::module_::import("ml_dtypes");
-    for (int e = 0; e <= static_cast<int>(hlo::ElementType::kF64); ++e) {
+    for (int e = 0; e <= static_cast<int>(hlo::ElementType::kC128); ++e) {
       auto et = static_cast<hlo::ElementType>(e);
       py::object dt = et == hlo::ElementType::kBF16 ? numpy_.attr("dtype")(ml_dtypes.attr("bfloat16"))
                                                      : numpy_.attr("dtype")(numpy_dtype_name(et));
@@ -272,7 +274,7 @@ class XlaRuntime final : public Runtime {
 
 hlo::ElementType parse_element(const std::string& s) {
   using E = hlo::ElementType;
-  for (int e = 0; e <= static_cast<int>(E::kF64); ++e)
+  for (int e = 0; e <= static_cast<int>(E::kC128); ++e)
     if (s == hlo::element_name(static_cast<E>(e))) return static_cast<E>(e);
   TORCH_CHECK(false, "torch_tpu: unknown element type ", s);
 }
@@ -286,7 +288,10 @@ std::vector<hlo::TensorType> parse_result_types(const std::string& text) {
   std::vector<hlo::TensorType> types;
   size_t pos = 0;
   while ((pos = list.find("tensor<", pos)) != std::string::npos) {
-    size_t close = list.find('>', pos);
+    // The matching '>' (element types such as complex<f32> nest).
+    size_t close = pos + 7;
+    for (int depth = 1; depth > 0; ++close) depth += list[close] == '<' ? 1 : list[close] == '>' ? -1 : 0;
+    --close;
     std::string inner = list.substr(pos + 7, close - pos - 7);
     hlo::TensorType t;
     size_t start = 0, x;

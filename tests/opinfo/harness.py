@@ -32,11 +32,12 @@ DTYPES = {
 # of bf16 ulps (CPU and tpu both compute in f32 and round once, but not always
 # at the same intermediate points).
 TOLERANCE = {
+    torch.float64: (1e-5, 1e-5),
     torch.float32: (1e-3, 1e-3),
+    torch.complex64: (1e-3, 1e-3),
+    torch.float16: (1e-2, 1e-2),
     torch.bfloat16: (2e-2, 2e-2),
-    torch.int64: (0, 0),
-    torch.bool: (0, 0),
-}
+}  # integer and bool outputs: exact
 
 # Entries whose outputs are random or uninitialised: their values cannot be
 # compared with CPU (PyTorch skips them in test_compare_cpu too). For these
@@ -108,18 +109,24 @@ def _check_devices(result):
 
 
 def _compare(actual, expected, dtype, values: bool):
+    """Outputs must match in structure, dtype and shape, and in value within
+    the tolerance of each expected output's own dtype."""
     actual = _on_cpu(actual)
-    if values:
-        atol, rtol = TOLERANCE.get(dtype, (1e-3, 1e-3))
-        torch.testing.assert_close(actual, expected, atol=atol, rtol=rtol, equal_nan=True)
-        return
     flat_a, spec_a = tree_flatten(actual)
     flat_e, spec_e = tree_flatten(expected)
     assert spec_a == spec_e, f"output structure {spec_a} != {spec_e}"
     for a, e in zip(flat_a, flat_e):
-        if isinstance(e, torch.Tensor):
+        if not isinstance(e, torch.Tensor):
+            if values:
+                torch.testing.assert_close(a, e, equal_nan=True)
+            continue
+        assert isinstance(a, torch.Tensor), f"got {type(a).__name__}, CPU gives a tensor"
+        if not values:
             assert a.shape == e.shape and a.dtype == e.dtype, (
                 f"got {tuple(a.shape)} {a.dtype}, CPU gives {tuple(e.shape)} {e.dtype}")
+            continue
+        atol, rtol = TOLERANCE.get(e.dtype, (0, 0))
+        torch.testing.assert_close(a, e, atol=atol, rtol=rtol, equal_nan=True)
 
 
 def _limited(samples, max_samples):

@@ -1,0 +1,568 @@
+// Special functions: gamma family (lgamma, digamma, polygamma, zeta), error
+// function family (erfinv, erfcx, ndtri, log_ndtr), Bessel functions, and
+// small ones (sinc, logit, entr, xlog1py). They follow the approximations
+// PyTorch uses on CPU (Cephes, see special_coeffs.h) written as StableHLO:
+// every branch is computed and the right one selected per element; loops
+// with a data-dependent trip count are unrolled to a bound that covers them.
+// bf16/f16 and integer inputs compute in float32, float64 in float64.
+#include "lowering/special_coeffs.h"
+#include "lowering/special_util.h"
+
+namespace torch_tpu::lowering {
+
+using namespace sp;
+namespace sc = special_coeffs;
+
+namespace {
+
+Value signbit(Value x) {
+  auto ie = x.element() == ElementType::kF64 ? ElementType::kI64 : ElementType::kI32;
+  return hlo::compare(hlo::bitcast_convert(x, ie), hlo::full(x.builder(), ie, x.dims(), 0), "LT");
+}
+
+double machine_eps(Value x) {
+  return x.element() == ElementType::kF64 ? std::numeric_limits<double>::epsilon()
+                                          : std::numeric_limits<float>::epsilon();
+}
+
+// ---- gamma family -----------------------------------------------------------
+
+// log|Gamma(x)| by the Lanczos approximation (g = 7, 9 terms) with the
+// reflection formula below 1/2.
+Value lgamma(Value x) {
+  static const double c[] = {0.99999999999980993,  676.5203681218851,     -1259.1392167224028,
+                             771.32342877765313,   -176.61502916214059,   12.507343278686905,
+                             -0.13857109526572012, 9.9843695780195716e-6, 1.5056327351493116e-7};
+  Value refl = lt(x, 0.5);
+  Value z = sel(refl, 1.0 - x, x) - 1.0;
+  Value a = K(z, c[0]);
+  for (int i = 1; i < 9; ++i) a = a + c[i] / (z + static_cast<double>(i));
+  Value t = z + 7.5;
+  Value lg = (0.5 * std::log(2 * kPi)) + (z + 0.5) * log(t) - t + log(a);
+  // log(pi / |sin(pi x)|) with the argument reduced to [-1/2, 1/2].
+  Value r = x - hlo::unary("round_nearest_even", x);
+  Value lr = log(kPi / fabs(sin(kPi * r))) - lg;
+  Value out = sel(refl, lr, lg);
+  return sel(eq(fabs(x), kInf), kInf, out);
+}
+
+Value digamma(Value x) {
+  const double kPsi10 = 2.25175258906672110764;
+  Value neg = lt(x, 0.0);
+  Value tr = ew::trunc(x);
+  Value is_int = eq(x, tr);
+  Value refl = kPi / tan(kPi * (x - tr));
+  Value y = sel(neg, 1.0 - x, x);
+  Value res = K(x, 0);
+  for (int i = 0; i < 10; ++i) {
+    Value small = lt(y, 10.0);
+    res = sel(small, res - 1.0 / y, res);
+    y = sel(small, y + 1.0, y);
+  }
+  Value z = 1.0 / (y * y);
+  Value tail = sel(lt(y, 1e17), z * poly(z, sc::k_digamma_A), 0.0);
+  Value out = res + log(y) - 0.5 / y - tail;
+  out = sel(eq(y, 10.0), res + kPsi10, out);
+  out = sel(neg, out - refl, out);
+  out = sel(and_(neg, is_int), kNaN, out);
+  Value zero_val = sel(signbit(x), K(x, kInf), K(x, -kInf));
+  return sel(eq(x, 0.0), zero_val, out);
+}
+
+Value trigamma(Value x) {
+  Value small = lt(x, 0.5);
+  Value s = sin(kPi * x);
+  Value res = sel(small, -(kPi * kPi) / (s * s), 0.0);
+  Value y = sel(small, 1.0 - x, x);
+  for (int i = 0; i < 6; ++i) {
+    res = res + 1.0 / (y * y);
+    y = y + 1.0;
+  }
+  Value ixx = 1.0 / (y * y);
+  res = res + (1.0 + 1.0 / (2.0 * y) + ixx * (1.0 / 6 - ixx * (1.0 / 30 - ixx * (1.0 / 42)))) / y;
+  return sel(small, -res, res);
+}
+
+// Hurwitz zeta(x, q) (Cephes): direct sum until the terms are negligible and
+// a > 9, then Euler-Maclaurin. The direct sum is unrolled to 30 terms, which
+// covers q > -21.
+Value zeta(Value x, Value q) {
+  const double kMachEp = 1.11022302462515654042E-16;
+  Value s = pow(q, -x);
+  Value a = q, b = K(q, 0);
+  Value done = falses(x.builder(), x);
+  for (int i = 0; i < 30; ++i) {
+    Value go = not_(done);
+    if (i >= 9) go = and_(go, le(a, 9.0));
+    Value a2 = a + 1.0;
+    Value b2 = pow(a2, -x);
+    Value s2 = s + b2;
+    a = sel(go, a2, a);
+    b = sel(go, b2, b);
+    s = sel(go, s2, s);
+    done = or_(done, and_(go, and_(lt(-kMachEp * s2, b2), lt(b2, kMachEp * s2))));
+  }
+  Value w = a;
+  Value s_em = s + b * w / (x - 1.0) - 0.5 * b;
+  Value am = K(x, 1.0);
+  Value k = K(x, 0.0);
+  Value em_done = done;
+  for (int i = 0; i < 12; ++i) {
+    am = am * (x + k);
+    b = b / w;
+    Value t = am * b / sc::k_zeta_A[i];
+    Value s2 = s_em + t;
+    s_em = sel(em_done, s_em, s2);
+    em_done = or_(em_done, lt(fabs(t / s2), kMachEp));
+    k = k + 1.0;
+    am = am * (x + k);
+    b = b / w;
+    k = k + 1.0;
+  }
+  Value out = sel(done, s, s_em);
+  Value q_nonpos = le(q, 0.0);
+  out = sel(and_(q_nonpos, ne(x, floor(x))), kNaN, out);
+  out = sel(and_(q_nonpos, eq(q, floor(q))), kInf, out);
+  out = sel(lt(x, 1.0), kNaN, out);
+  return sel(eq(x, 1.0), kInf, out);
+}
+
+Value polygamma(int64_t n, Value x) {
+  if (n == 0) return digamma(x);
+  if (n == 1) return trigamma(x);
+  double fact = std::exp(std::lgamma(static_cast<double>(n) + 1.0));
+  return ((n % 2) ? fact : -fact) * zeta(K(x, static_cast<double>(n + 1)), x);
+}
+
+// ---- regularized incomplete gamma ----------------------------------------------
+// SciPy/Cephes igam and igamc without the asymptotic series for large a
+// near x: the power series and the continued fraction are unrolled to a
+// fixed number of terms, enough for a up to about 100 (extra terms leave a
+// converged value unchanged).
+
+// x^a e^-x / Gamma(a)
+Value igam_fac(Value a, Value x) { return exp(a * log(x) - x - lgamma(a)); }
+
+// P(a, x) by DLMF 8.11.4.
+Value igam_series(Value a, Value x) {
+  Value r = a, c = K(a, 1.0), ans = K(a, 1.0);
+  for (int i = 0; i < 64; ++i) {
+    r = r + 1.0;
+    c = c * x / r;
+    ans = ans + c;
+  }
+  return ans * igam_fac(a, x) / a;
+}
+
+// Q(a, x) by DLMF 8.7.3, for x <= 1.1.
+Value igamc_series(Value a, Value x) {
+  Value fac = K(a, 1.0), sum = K(a, 0.0);
+  for (int n = 1; n < 24; ++n) {
+    fac = fac * -x / static_cast<double>(n);
+    sum = sum + fac / (a + static_cast<double>(n));
+  }
+  Value logx = log(x);
+  Value term = -hlo::unary("exponential_minus_one", a * logx - lgamma(1.0 + a));
+  return term - exp(a * logx - lgamma(a)) * sum;
+}
+
+// Q(a, x) by the continued fraction DLMF 8.9.2, for x > 1.1 and x >= a.
+Value igamc_cf(Value a, Value x) {
+  const bool f64 = a.element() == ElementType::kF64;
+  const double big = f64 ? 4.503599627370496e15 : 16777216.;
+  const double biginv = f64 ? 2.22044604925031308085e-16 : 5.9604644775390625E-8;
+  Value y = 1.0 - a, z = x + y + 1.0, c = K(a, 0.0);
+  Value pkm2 = K(a, 1.0), qkm2 = x, pkm1 = x + 1.0, qkm1 = z * x;
+  Value ans = pkm1 / qkm1;
+  for (int i = 0; i < 48; ++i) {
+    c = c + 1.0;
+    y = y + 1.0;
+    z = z + 2.0;
+    Value yc = y * c;
+    Value pk = pkm1 * z - pkm2 * yc, qk = qkm1 * z - qkm2 * yc;
+    ans = sel(ne(qk, 0.0), pk / qk, ans);
+    pkm2 = pkm1;
+    pkm1 = pk;
+    qkm2 = qkm1;
+    qkm1 = qk;
+    Value scale = sel(gt(fabs(pk), big), K(a, biginv), K(a, 1.0));
+    pkm2 = pkm2 * scale;
+    pkm1 = pkm1 * scale;
+    qkm2 = qkm2 * scale;
+    qkm1 = qkm1 * scale;
+  }
+  return ans * igam_fac(a, x);
+}
+
+Value igammac_core(Value a, Value x) {
+  Value one_minus_p = 1.0 - igam_series(a, x);
+  Value qs = igamc_series(a, x);
+  Value r_big = sel(lt(x, a), one_minus_p, igamc_cf(a, x));
+  Value r_small = sel(lt(-0.4 / log(x), a), one_minus_p, qs);
+  Value r_mid = sel(lt(x * 1.1, a), one_minus_p, qs);
+  return sel(gt(x, 1.1), r_big, sel(le(x, 0.5), r_small, r_mid));
+}
+
+// Boundary values (SciPy's): `lower` selects P = igamma, else Q = igammac.
+Value igamma_edges(Value a, Value x, Value r, bool lower) {
+  double p0 = lower ? 0.0 : 1.0, p1 = 1.0 - p0;
+  Value a_inf = eq(fabs(a), kInf), x_inf = eq(fabs(x), kInf);
+  r = sel(x_inf, p1, r);
+  r = sel(a_inf, sel(x_inf, K(r, kNaN), K(r, p0)), r);
+  r = sel(eq(x, 0.0), p0, r);
+  r = sel(eq(a, 0.0), sel(gt(x, 0.0), K(r, p1), K(r, kNaN)), r);
+  return sel(or_(lt(x, 0.0), lt(a, 0.0)), kNaN, r);
+}
+
+Value igamma(Value a, Value x) {
+  Value r = sel(and_(gt(x, 1.0), gt(x, a)), 1.0 - igammac_core(a, x), igam_series(a, x));
+  return igamma_edges(a, x, r, true);
+}
+
+Value igammac(Value a, Value x) { return igamma_edges(a, x, igammac_core(a, x), false); }
+
+// ---- error function family ---------------------------------------------------
+
+Value erfinv(Value y) {
+  const double a[] = {0.886226899, -1.645349621, 0.914624893, -0.140543331};
+  const double b[] = {-2.118377725, 1.442710462, -0.329097515, 0.012229801};
+  const double c[] = {-1.970840454, -1.624906493, 3.429567803, 1.641345311};
+  const double d[] = {3.543889200, 1.637067800};
+  Value ya = fabs(y);
+  Value z = y * y;
+  Value num = ((a[3] * z + a[2]) * z + a[1]) * z + a[0];
+  Value dem = (((b[3] * z + b[2]) * z + b[1]) * z + b[0]) * z + 1.0;
+  Value central = y * num / dem;
+  Value zt = sqrt(-log((1.0 - ya) / 2.0));
+  Value numt = ((c[3] * zt + c[2]) * zt + c[1]) * zt + c[0];
+  Value demt = (d[1] * zt + d[0]) * zt + 1.0;
+  Value tail = sel(lt(y, 0.0), -numt, numt) / demt;
+  Value x = sel(le(ya, 0.7), central, tail);
+  const double two_over_sqrt_pi = 1.12837916709551257390;
+  for (int i = 0; i < 2; ++i) x = x - (ew::erf(x) - y) / (two_over_sqrt_pi * exp(-(x * x)));
+  x = sel(eq(ya, 1.0), sel(lt(y, 0.0), K(y, -kInf), K(y, kInf)), x);
+  return sel(gt(ya, 1.0), kNaN, x);
+}
+
+// erfcx on y100 = 400 / (4 + |x|): a degree-6 polynomial per unit interval.
+Value erfcx_y100(Value y100) {
+  Builder& b = y100.builder();
+  Value idx = hlo::convert(hlo::clamp(K(y100, 0), floor(y100), K(y100, 99)), ElementType::kI32);
+  Value t = 2.0 * y100 - (2.0 * hlo::convert(idx, y100.element()) + 1.0);
+  Value r = K(y100, 0);
+  for (int j = sc::kErfcxDeg - 1; j >= 0; --j) {
+    std::string lit;
+    for (int i = 0; i < 100; ++i) {
+      char buf[40];
+      std::snprintf(buf, sizeof(buf), "%s%.17e", i ? ", " : "", sc::kErfcxTable[i][j]);
+      lit += buf;
+    }
+    hlo::TensorType tt{y100.element(), {100}};
+    Value table = b.emit("constant", {}, tt, "value = dense<[" + lit + "]> : " + tt.str());
+    r = r * t + hlo::gather_1d(table, idx);
+  }
+  return sel(ge(y100, 100.0), 1.0, r);
+}
+
+Value erfcx(Value x) {
+  const double ispi = 0.56418958354775628694807945156;
+  Value x2 = x * x;
+  Value cf = ispi * (x2 * (x2 + 4.5) + 2.0) / (x * (x2 * (x2 + 5.0) + 3.75));
+  Value pos = sel(gt(x, 50.0), sel(gt(x, 5e7), ispi / x, cf), erfcx_y100(400.0 / (4.0 + fabs(x))));
+  Value e2 = 2.0 * exp(x2);
+  Value negv = sel(lt(x, -26.7), K(x, kInf), sel(lt(x, -6.1), e2, e2 - erfcx_y100(400.0 / (4.0 - x))));
+  Value out = sel(ge(x, 0.0), pos, negv);
+  return sel(is_nan(x), x, out);
+}
+
+Value ndtri(Value y0) {
+  const double s2pi = 2.50662827463100050242E0;
+  const double e2 = 0.13533528323661269189;
+  Value code = not_(gt(y0, 1.0 - e2));
+  Value y = sel(code, y0, 1.0 - y0);
+  Value ym = y - 0.5;
+  Value y2 = ym * ym;
+  Value mid = (ym + ym * (y2 * poly(y2, sc::k_ndtri_P0) / poly(y2, sc::k_ndtri_Q0))) * s2pi;
+  Value x = sqrt(-2.0 * log(y));
+  Value x0 = x - log(x) / x;
+  Value z = 1.0 / x;
+  Value x1 = sel(lt(x, 8.0), z * poly(z, sc::k_ndtri_P1) / poly(z, sc::k_ndtri_Q1),
+                 z * poly(z, sc::k_ndtri_P2) / poly(z, sc::k_ndtri_Q2));
+  Value tail = x0 - x1;
+  tail = sel(code, -tail, tail);
+  Value out = sel(gt(y, e2), mid, tail);
+  out = sel(or_(lt(y0, 0.0), gt(y0, 1.0)), kNaN, out);
+  out = sel(eq(y0, 1.0), kInf, out);
+  return sel(eq(y0, 0.0), -kInf, out);
+}
+
+Value log_ndtr(Value x) {
+  Value t = x * 0.70710678118654752440;
+  Value lo = log(erfcx(-t) / 2.0) - t * t;
+  Value hi = log1p(-ew::erfc(t) / 2.0);
+  return sel(lt(x, -1.0), lo, hi);
+}
+
+// ---- Bessel functions ---------------------------------------------------------
+
+constexpr double kSqrt2OverPi = 0.797884560802865355879892119868763737;
+constexpr double kPiOver4 = 0.785398163397448309615660845819875721;
+constexpr double k3PiOver4 = 2.356194490192344928846982537459627163;
+constexpr double kTwoOverPi = 0.636619772367581343075535053490057448;
+
+Value i0e_small(Value a) { return chbevl(a / 2.0 - 2.0, sc::k_i0e_A); }
+Value i0e_big(Value a) { return chbevl(32.0 / a - 2.0, sc::k_i0e_B) / sqrt(a); }
+Value i1e_small(Value a) { return chbevl(a / 2.0 - 2.0, sc::k_i1e_A) * a; }
+Value i1e_big(Value a) { return chbevl(32.0 / a - 2.0, sc::k_i1e_B) / sqrt(a); }
+
+Value i0(Value x) {
+  Value a = fabs(x);
+  return sel(le(a, 8.0), exp(a) * i0e_small(a), exp(a) * i0e_big(a));
+}
+Value i0e(Value x) {
+  Value a = fabs(x);
+  return sel(le(a, 8.0), i0e_small(a), i0e_big(a));
+}
+Value i1(Value x) {
+  Value a = fabs(x);
+  Value out = sel(le(a, 8.0), exp(a) * i1e_small(a), exp(a) * i1e_big(a));
+  return sel(lt(x, 0.0), -out, out);
+}
+Value i1e(Value x) {
+  Value a = fabs(x);
+  Value out = sel(le(a, 8.0), i1e_small(a), i1e_big(a));
+  return sel(lt(x, 0.0), -out, out);
+}
+
+// K0 / K1 (scaled by exp(x) when `scaled`); NaN below 0, inf at 0.
+Value bessel_k(Value x, int order, bool scaled) {
+  Value small, big;
+  if (order == 0) {
+    small = chbevl(x * x - 2.0, sc::k_modified_bessel_k0_A) - log(0.5 * x) * i0(x);
+    big = chbevl(8.0 / x - 2.0, sc::k_modified_bessel_k0_B) / sqrt(x);
+  } else {
+    small = log(0.5 * x) * i1(x) + chbevl(x * x - 2.0, sc::k_modified_bessel_k1_A) / x;
+    big = chbevl(8.0 / x - 2.0, sc::k_modified_bessel_k1_B) / sqrt(x);
+  }
+  Value out = scaled ? sel(le(x, 2.0), small * exp(x), big) : sel(le(x, 2.0), small, exp(-x) * big);
+  out = sel(lt(x, 0.0), kNaN, out);
+  return sel(eq(x, 0.0), kInf, out);
+}
+
+// The asymptotic form shared by J0/Y0 (phase pi/4) and J1/Y1 (3 pi/4):
+// (P cos(x - phase) -/+ 5/x Q sin(x - phase)) sqrt(2/pi) / sqrt(x).
+template <size_t A, size_t B, size_t C, size_t D>
+Value bessel_asym(Value x, const double (&pp)[A], const double (&pq)[B], const double (&qp)[C],
+                  const double (&qq)[D], double phase, bool y_kind) {
+  Value z = 25.0 / (x * x);
+  Value p = poly(z, pp) / poly(z, pq);
+  Value q = 5.0 / x * (poly(z, qp) / poly(z, qq));
+  Value s = sin(x - phase), c = cos(x - phase);
+  Value r = y_kind ? p * s + q * c : p * c - q * s;
+  return r * kSqrt2OverPi / sqrt(x);
+}
+
+Value bessel_j0(Value xin) {
+  Value x = fabs(xin);
+  Value x2 = x * x;
+  Value small = (x2 - 5.78318596294678452118e+00) * (x2 - 3.04712623436620863991e+01) *
+                poly(x2, sc::k_bessel_j0_RP) / poly(x2, sc::k_bessel_j0_RQ);
+  small = sel(lt(x, 1e-5), 1.0 - x2 / 4.0, small);
+  Value big = bessel_asym(x, sc::k_bessel_j0_PP, sc::k_bessel_j0_PQ, sc::k_bessel_j0_QP, sc::k_bessel_j0_QQ,
+                          kPiOver4, false);
+  return sel(le(x, 5.0), small, big);
+}
+
+Value bessel_j1(Value xin) {
+  Value x = fabs(xin);
+  Value x2 = x * x;
+  Value small = poly(x2, sc::k_bessel_j1_RP) / poly(x2, sc::k_bessel_j1_RQ) * x *
+                (x2 - 1.46819706421238932572e+01) * (x2 - 4.92184563216946036703e+01);
+  Value big = bessel_asym(x, sc::k_bessel_j1_PP, sc::k_bessel_j1_PQ, sc::k_bessel_j1_QP, sc::k_bessel_j1_QQ,
+                          k3PiOver4, false);
+  Value out = sel(le(x, 5.0), small, big);
+  return sel(lt(xin, 0.0), -out, out);
+}
+
+Value bessel_y0(Value x) {
+  Value x2 = x * x;
+  Value small = poly(x2, sc::k_bessel_y0_YP) / poly(x2, sc::k_bessel_y0_YQ) + kTwoOverPi * log(x) * bessel_j0(x);
+  small = sel(lt(x, 0.0), kNaN, small);
+  small = sel(eq(x, 0.0), -kInf, small);
+  Value big = bessel_asym(x, sc::k_bessel_y0_PP, sc::k_bessel_y0_PQ, sc::k_bessel_y0_QP, sc::k_bessel_y0_QQ,
+                          kPiOver4, true);
+  return sel(le(x, 5.0), small, big);
+}
+
+Value bessel_y1(Value x) {
+  Value x2 = x * x;
+  Value small = x * (poly(x2, sc::k_bessel_y1_YP) / poly(x2, sc::k_bessel_y1_YQ)) +
+                kTwoOverPi * (bessel_j1(x) * log(x) - 1.0 / x);
+  small = sel(lt(x, 0.0), kNaN, small);
+  small = sel(eq(x, 0.0), -kInf, small);
+  Value big = bessel_asym(x, sc::k_bessel_y1_PP, sc::k_bessel_y1_PQ, sc::k_bessel_y1_QP, sc::k_bessel_y1_QQ,
+                          k3PiOver4, true);
+  return sel(le(x, 5.0), small, big);
+}
+
+Value airy_ai(Value x) {
+  const double c1 = 0.355028053887817239260, c2 = 0.258819403792806798405;
+  const double sqpii = 5.64189583547756286948e-01;
+  // x < -2.09: oscillating asymptotic form.
+  Value nx = fabs(x);
+  Value zt = -2.0 * x * sqrt(nx) / 3.0;
+  Value z = 1.0 / zt, zz = z * z;
+  Value t = zt + 0.25 * kPi;
+  Value negv = sqpii / sqrt(sqrt(nx)) *
+               (sin(t) * (1.0 + zz * poly(zz, sc::k_airy_ai_AFN) / poly(zz, sc::k_airy_ai_AFD)) -
+                cos(t) * (z * poly(zz, sc::k_airy_ai_AGN) / poly(zz, sc::k_airy_ai_AGD)));
+  // x >= 2.09: decaying asymptotic form.
+  Value zeta = 2.0 * x * sqrt(nx) / 3.0;
+  Value iz = 1.0 / zeta;
+  Value posv = sqpii * (poly(iz, sc::k_airy_ai_AN) / poly(iz, sc::k_airy_ai_AD)) / (2.0 * sqrt(sqrt(nx)) * exp(zeta));
+  // Power series in between.
+  Value f = K(x, 1), g = x, k = K(x, 1), m = K(x, 1), n = x, tt = K(x, 1);
+  Value z3 = x * x * x;
+  double eps = machine_eps(x);
+  for (int i = 0; i < 12; ++i) {
+    Value go = gt(tt, eps);
+    Value m2 = m * z3, k2 = k + 1.0;
+    m2 = m2 / k2;
+    Value n2 = n * z3;
+    k2 = k2 + 1.0;
+    n2 = n2 / k2;
+    m2 = m2 / k2;
+    Value f2 = f + m2;
+    k2 = k2 + 1.0;
+    n2 = n2 / k2;
+    Value g2 = g + n2;
+    m = sel(go, m2, m);
+    n = sel(go, n2, n);
+    k = sel(go, k2, k);
+    f = sel(go, f2, f);
+    g = sel(go, g2, g);
+    tt = sel(go, fabs(m2 / f2), tt);
+  }
+  Value mid = c1 * f - c2 * g;
+  Value out = sel(lt(x, -2.09), negv, sel(ge(x, 2.09), posv, mid));
+  out = sel(gt(x, 103.892), 0.0, out);
+  return sel(eq(fabs(x), kInf), kNaN, out);
+}
+
+Value spherical_bessel_j0(Value x) {
+  Value x2 = x * x;
+  Value series =
+      1.0 + x2 * (-1.0 / 6.0 +
+                  x2 * (1.0 / 120.0 +
+                        x2 * (-1.0 / 5040.0 +
+                              x2 * (1.0 / 362880.0 + x2 * (-1.0 / 39916800.0 + x2 * (1.0 / 6227020800.0))))));
+  Value out = sel(lt(fabs(x), 0.5), series, sin(x) / x);
+  return sel(eq(fabs(x), kInf), 0.0, out);
+}
+
+// `self` (or `x`) in its compute type.
+Value unary_in(LowerCtx& ctx) {
+  const char* name = ctx.has("self") ? "self" : "x";
+  return arg_in(ctx, name, compute_type(ctx, {name}));
+}
+
+}  // namespace
+
+#define TPU_SPECIAL_UNARY(name, fn) \
+  TPU_LOWERING(name) { return {fn(unary_in(ctx))}; }
+
+TPU_SPECIAL_UNARY(lgamma, lgamma)
+TPU_SPECIAL_UNARY(digamma, digamma)
+TPU_SPECIAL_UNARY(erfinv, erfinv)
+TPU_SPECIAL_UNARY(special_erfcx, erfcx)
+TPU_SPECIAL_UNARY(special_ndtri, ndtri)
+TPU_SPECIAL_UNARY(special_log_ndtr, log_ndtr)
+TPU_SPECIAL_UNARY(i0, i0)
+TPU_SPECIAL_UNARY(special_i0e, i0e)
+TPU_SPECIAL_UNARY(special_i1, i1)
+TPU_SPECIAL_UNARY(special_i1e, i1e)
+TPU_SPECIAL_UNARY(special_modified_bessel_i0, i0)
+TPU_SPECIAL_UNARY(special_modified_bessel_i1, i1)
+TPU_SPECIAL_UNARY(special_bessel_j0, bessel_j0)
+TPU_SPECIAL_UNARY(special_bessel_j1, bessel_j1)
+TPU_SPECIAL_UNARY(special_bessel_y0, bessel_y0)
+TPU_SPECIAL_UNARY(special_bessel_y1, bessel_y1)
+TPU_SPECIAL_UNARY(special_airy_ai, airy_ai)
+TPU_SPECIAL_UNARY(special_spherical_bessel_j0, spherical_bessel_j0)
+
+TPU_LOWERING(special_modified_bessel_k0) { return {bessel_k(unary_in(ctx), 0, false)}; }
+TPU_LOWERING(special_modified_bessel_k1) { return {bessel_k(unary_in(ctx), 1, false)}; }
+TPU_LOWERING(special_scaled_modified_bessel_k0) { return {bessel_k(unary_in(ctx), 0, true)}; }
+TPU_LOWERING(special_scaled_modified_bessel_k1) { return {bessel_k(unary_in(ctx), 1, true)}; }
+
+// polygamma(int n, Tensor self)
+TPU_LOWERING(polygamma) { return {polygamma(ctx.int_arg("n"), unary_in(ctx))}; }
+
+// sinc(x) = sin(pi x) / (pi x), 1 at 0.
+TPU_LOWERING(sinc) {
+  Value x = unary_in(ctx);
+  Value px = kPi * x;
+  return {sel(eq(x, 0.0), 1.0, sin(px) / px)};
+}
+
+// logit(self, eps?) = log(x / (1 - x)), x clamped to [eps, 1 - eps] first.
+TPU_LOWERING(logit) {
+  Value x = unary_in(ctx);
+  auto eps = ctx.opt_float("eps");
+  if (eps && *eps >= 0) {
+    x = sel(lt(x, *eps), K(x, *eps), x);
+    x = sel(gt(x, 1.0 - *eps), K(x, 1.0 - *eps), x);
+  }
+  return {log(x / (1.0 - x))};
+}
+
+// logit_backward(grad_output, self, eps?)
+TPU_LOWERING(logit_backward) {
+  auto dims = out_dims(ctx, {"grad_output", "self"});
+  auto t = compute_type(ctx, {"grad_output", "self"});
+  Value dy = in(ctx, "grad_output", t, dims), x = in(ctx, "self", t, dims);
+  Value g = dy / (x * (1.0 - x));
+  auto eps = ctx.opt_float("eps");
+  if (eps && *eps >= 0) return {sel(or_(lt(x, *eps), gt(x, 1.0 - *eps)), 0.0, g)};
+  return {sel(or_(lt(x, 0.0), gt(x, 1.0)), kNaN, g)};
+}
+
+// entr(x) = -x log x, 0 at 0, -inf below.
+TPU_LOWERING(special_entr) {
+  Value x = unary_in(ctx);
+  Value out = -(x * log(x));
+  out = sel(eq(x, 0.0), 0.0, out);
+  out = sel(lt(x, 0.0), -kInf, out);
+  return {sel(is_nan(x), x, out)};
+}
+
+// xlog1py(self, other) = self * log1p(other), 0 where self == 0 (unless other is NaN).
+TPU_LOWERING(special_xlog1py) {
+  auto dims = out_dims(ctx, {"self", "other"});
+  auto t = compute_type(ctx, {"self", "other"});
+  Value x = in(ctx, "self", t, dims), y = in(ctx, "other", t, dims);
+  Value r = sel(eq(x, 0.0), 0.0, x * log1p(y));
+  return {sel(is_nan(y), y, r)};
+}
+
+// igamma(self = a, other = x) = P(a, x); igammac = Q(a, x).
+TPU_LOWERING(igamma) {
+  auto dims = out_dims(ctx, {"self", "other"});
+  auto t = compute_type(ctx, {"self", "other"});
+  return {igamma(in(ctx, "self", t, dims), in(ctx, "other", t, dims))};
+}
+
+TPU_LOWERING(igammac) {
+  auto dims = out_dims(ctx, {"self", "other"});
+  auto t = compute_type(ctx, {"self", "other"});
+  return {igammac(in(ctx, "self", t, dims), in(ctx, "other", t, dims))};
+}
+
+// zeta(self, other): Hurwitz zeta(x = self, q = other).
+TPU_LOWERING(special_zeta) {
+  auto dims = out_dims(ctx, {"self", "other"});
+  auto t = compute_type(ctx, {"self", "other"});
+  return {zeta(in(ctx, "self", t, dims), in(ctx, "other", t, dims))};
+}
+
+}  // namespace torch_tpu::lowering

@@ -1,0 +1,201 @@
+"""Special functions (gamma family, erf family, Bessel, orthogonal
+polynomials, sinc, logit, entr, xlog1py, zeta) on tpu vs CPU."""
+
+import pytest
+import torch
+
+from utils import check, check_grad, make, noncontiguous
+
+F32, BF16, F64, I64, BOOL = torch.float32, torch.bfloat16, torch.float64, torch.int64, torch.bool
+S = torch.special
+
+# name -> (fn, input range, f32 tolerance (atol, rtol))
+UNARY = {
+    "lgamma": (torch.lgamma, (-6, 12), (2e-5, 2e-5)),
+    "digamma": (torch.digamma, (-6, 12), (3e-5, 3e-5)),
+    "erfinv": (torch.erfinv, (-1, 1), (1e-5, 2e-5)),
+    "i0": (torch.i0, (-12, 12), (1e-5, 2e-5)),
+    "i0e": (S.i0e, (-12, 12), (1e-5, 2e-5)),
+    "i1": (S.i1, (-12, 12), (1e-5, 2e-5)),
+    "i1e": (S.i1e, (-12, 12), (1e-5, 2e-5)),
+    "sinc": (torch.sinc, (-4, 4), (1e-5, 2e-5)),
+    "logit": (torch.logit, (0.01, 0.99), (1e-5, 2e-5)),
+    "entr": (S.entr, (-1, 5), (1e-5, 2e-5)),
+    "erfcx": (S.erfcx, (-5, 60), (1e-5, 2e-5)),
+    "log_ndtr": (S.log_ndtr, (-12, 6), (1e-5, 2e-5)),
+    "ndtri": (S.ndtri, (0, 1), (1e-5, 2e-5)),
+    "airy_ai": (S.airy_ai, (-12, 12), (1e-5, 5e-5)),
+    "bessel_j0": (S.bessel_j0, (-15, 15), (1e-5, 2e-5)),
+    "bessel_j1": (S.bessel_j1, (-15, 15), (1e-5, 2e-5)),
+    "bessel_y0": (S.bessel_y0, (0.01, 15), (1e-5, 2e-5)),
+    "bessel_y1": (S.bessel_y1, (0.01, 15), (1e-5, 2e-5)),
+    "modified_bessel_i0": (S.modified_bessel_i0, (-12, 12), (1e-5, 2e-5)),
+    "modified_bessel_i1": (S.modified_bessel_i1, (-12, 12), (1e-5, 2e-5)),
+    "modified_bessel_k0": (S.modified_bessel_k0, (0.01, 12), (1e-5, 2e-5)),
+    "modified_bessel_k1": (S.modified_bessel_k1, (0.01, 12), (1e-5, 2e-5)),
+    "scaled_modified_bessel_k0": (S.scaled_modified_bessel_k0, (0.01, 12), (1e-5, 2e-5)),
+    "scaled_modified_bessel_k1": (S.scaled_modified_bessel_k1, (0.01, 12), (1e-5, 2e-5)),
+    "spherical_bessel_j0": (S.spherical_bessel_j0, (-10, 10), (1e-5, 2e-5)),
+}
+
+def check_supported(fn, *args, **kw):
+    """check() where CPU implements fn for these dtypes (bf16 and integer
+    support varies between the special functions)."""
+    try:
+        fn(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args])
+    except (NotImplementedError, RuntimeError) as e:
+        if "not implemented for" in str(e):
+            return
+        raise
+    check(fn, *args, **kw)
+
+
+EDGES = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1e-6, 2.0, 3.0, -2.5, 5.0, 8.0, 10.0, -10.0, 50.0, 120.0,
+         1e10, -1e10, float("inf"), -float("inf"), float("nan")]
+
+
+@pytest.mark.parametrize("name", list(UNARY))
+def test_unary(name):
+    fn, (lo, hi), (atol, rtol) = UNARY[name]
+    # XLA's sine loses precision on huge arguments (airy_ai(-1e10)).
+    edges = torch.tensor([e for e in EDGES if name != "airy_ai" or abs(e) < 1e9])
+    check(fn, torch.cat([make((64,), F32, low=lo, high=hi), edges]), atol=atol, rtol=rtol)
+    check(fn, noncontiguous(make((4, 6), F32, low=lo, high=hi)), atol=atol, rtol=rtol)
+    check_supported(fn, make((4, 6), BF16, low=lo, high=hi), atol=2e-2, rtol=2e-2)
+    check(fn, make((16,), F64, low=lo, high=hi), atol=1e-6, rtol=1e-6)
+    check(lambda t, o: fn(t, out=o), make((), F32, low=lo, high=hi), torch.empty(()), atol=atol, rtol=rtol)
+
+
+@pytest.mark.parametrize("fn", [torch.lgamma, torch.i0, S.bessel_j0, S.erfcx, S.log_ndtr])
+def test_unary_integer_inputs(fn):
+    check_supported(fn, torch.tensor([-2, -1, 0, 1, 2, 5, 30]))
+    check_supported(fn, torch.tensor([True, False]))
+
+
+@pytest.mark.parametrize("fn", [torch.lgamma, torch.digamma, torch.erfinv, torch.i0, torch.sinc, torch.logit])
+def test_unary_inplace(fn):
+    x = make((3, 4), F32, low=0.05, high=0.95)
+    check(lambda t: getattr(t, fn.__name__ + "_")(), x, atol=3e-5, rtol=3e-5)
+
+
+def test_gamma_accuracy():
+    x = torch.linspace(-8, 30, 3001)
+    check(torch.lgamma, x, atol=2e-5, rtol=2e-5)
+    check(torch.digamma, x, atol=5e-5, rtol=5e-5)
+    check(torch.lgamma, torch.tensor([1e5, 1e20, 0.999, 1.001, 1.999, 2.001, -100.5, -3.0]), atol=2e-5, rtol=2e-5)
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 5])
+def test_polygamma(n):
+    x = make((6, 5), F32, low=0.1, high=6)
+    check(lambda t: torch.polygamma(n, t), x, atol=1e-4, rtol=1e-4)
+    check(lambda t: torch.polygamma(n, t), make((4,), F32, low=-3, high=-0.1), atol=1e-3, rtol=1e-3)
+    check(lambda t: t.polygamma_(n), x.clone(), atol=1e-4, rtol=1e-4)
+    check(lambda t: torch.polygamma(n, t), make((5,), I64, low=1, high=5), atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("p", [1, 3])
+def test_mvlgamma(p):
+    check(lambda t: torch.mvlgamma(t, p), make((4, 5), F32, low=p, high=p + 5), atol=1e-4, rtol=1e-4)
+
+
+def test_logit_eps_and_backward():
+    x = make((5, 5), F32, low=-0.2, high=1.2)
+    check(lambda t: torch.logit(t, eps=0.1), x)
+    check(lambda t: torch.logit(t, 0.0), x)
+    check(torch.logit, x)
+    check_grad(lambda t: torch.logit(t, eps=0.2), make((4, 4), F32, low=0, high=1))
+    check_grad(torch.logit, make((4, 4), F32, low=0.05, high=0.95))
+    check(lambda g, t: torch.ops.aten.logit_backward(g, t, None), make((4,)), torch.tensor([-0.5, 0.0, 0.5, 1.5]))
+
+
+def test_binary_specials():
+    x, y = make((3, 1, 4), F32, low=-2, high=3), make((5, 4), F32, low=-0.9, high=5)
+    check(S.xlog1py, x, y)
+    check(S.xlog1py, torch.tensor([0.0, 0.0, 1.0, 2.0]), torch.tensor([float("nan"), -1.0, -1.0, float("inf")]))
+    check(lambda a: S.xlog1py(a, 2.5), x)
+    check(lambda b: S.xlog1py(2.0, b), y)
+    check(S.xlog1py, make((4,), I64, low=0, high=4), make((4,), I64, low=0, high=4))
+    check_supported(S.xlog1py, make((4, 4), BF16), make((4, 4), BF16, low=0, high=3), atol=2e-2, rtol=2e-2)
+    check_grad(S.xlog1py, make((3, 4)), make((3, 4), low=0, high=3))
+    q = make((5, 4), F32, low=0.1, high=5)
+    check(S.zeta, make((3, 1, 4), F32, low=1.1, high=6), q, atol=1e-4, rtol=1e-4)
+    check(S.zeta, torch.tensor([1.0, 0.5, 2.0, 3.0, 2.0, 2.5, 4.0]),
+          torch.tensor([1.0, 1.0, 0.0, -2.0, -2.5, -2.5, -7.5]), atol=1e-4, rtol=1e-4)
+    check(lambda b: S.zeta(3.0, b), q, atol=1e-4, rtol=1e-4)
+    check(lambda a: S.zeta(a, 2.0), make((6,), F32, low=1.5, high=8), atol=1e-4, rtol=1e-4)
+
+
+GRADS = {
+    "lgamma": (torch.lgamma, (0.1, 6)),
+    "digamma": (torch.digamma, (0.5, 6)),
+    "polygamma2": (lambda t: torch.polygamma(2, t), (0.5, 4)),
+    "erfinv": (torch.erfinv, (-0.9, 0.9)),
+    "i0": (torch.i0, (-5, 5)),
+    "i0e": (S.i0e, (-5, 5)),
+    "i1": (S.i1, (-5, 5)),
+    "i1e": (S.i1e, (-5, 5)),
+    "sinc": (torch.sinc, (-3, 3)),
+    "entr": (S.entr, (0.1, 3)),
+    "erfcx": (S.erfcx, (-2, 5)),
+    "log_ndtr": (S.log_ndtr, (-5, 5)),
+    "ndtri": (S.ndtri, (0.05, 0.95)),
+    "mvlgamma": (lambda t: torch.mvlgamma(t, 2), (1.0, 5)),
+}
+
+
+@pytest.mark.parametrize("name", list(GRADS))
+def test_grad(name):
+    fn, (lo, hi) = GRADS[name]
+    check_grad(fn, make((3, 4), F32, low=lo, high=hi), atol=1e-4, rtol=1e-4)
+
+
+POLY = {
+    "chebyshev_t": S.chebyshev_polynomial_t,
+    "chebyshev_u": S.chebyshev_polynomial_u,
+    "chebyshev_v": S.chebyshev_polynomial_v,
+    "chebyshev_w": S.chebyshev_polynomial_w,
+    "shifted_chebyshev_t": S.shifted_chebyshev_polynomial_t,
+    "shifted_chebyshev_u": S.shifted_chebyshev_polynomial_u,
+    "shifted_chebyshev_v": S.shifted_chebyshev_polynomial_v,
+    "shifted_chebyshev_w": S.shifted_chebyshev_polynomial_w,
+    "hermite_h": S.hermite_polynomial_h,
+    "hermite_he": S.hermite_polynomial_he,
+    "laguerre_l": S.laguerre_polynomial_l,
+    "legendre_p": S.legendre_polynomial_p,
+}
+
+
+@pytest.mark.parametrize("name", list(POLY))
+def test_polynomial(name):
+    fn = POLY[name]
+    lo, hi = (0, 1) if name.startswith("shifted") else (-1.2, 1.2)
+    x = make((6, 1), F32, low=lo, high=hi)
+    n = torch.tensor([-1.0, 0.0, 1.0, 2.0, 3.0, 5.0, 7.5, 9.0, 12.0])
+    check(fn, x, n, atol=1e-4, rtol=1e-4)
+    # Exact points, integer n, Scalar forms.
+    edges = torch.tensor([1.0, -1.0, 0.0, 0.5, 2.0, -3.0, float("nan")]).reshape(7, 1)
+    check(fn, edges, torch.tensor([0, 1, 2, 3, 4, 7, 10]), atol=1e-4, rtol=1e-4)
+    check(lambda a: fn(a, 4), noncontiguous(make((3, 4), F32, low=lo, high=hi)), atol=1e-4, rtol=1e-4)
+    check(lambda b: fn(0.3, b), torch.tensor([0, 2, 5, 11]), atol=1e-4, rtol=1e-4)
+    check(fn, make((4,), F64, low=lo, high=hi), torch.tensor([3.0, 8.0, 20.0, 40.0], dtype=F64), atol=1e-6, rtol=1e-6)
+    check(lambda a, b, o: fn(a, b, out=o), x, n, torch.empty(6, 9), atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("name", ["chebyshev_t", "chebyshev_u", "chebyshev_v", "chebyshev_w"])
+def test_chebyshev_large_n(name):
+    fn = POLY[name]
+    x = torch.tensor([-1.05, -0.7, 0.2, 0.99, 1.01, 1.3]).reshape(6, 1)
+    check(fn, x, torch.tensor([30.0, 33.0, 40.0, 60.0]), atol=1e-3, rtol=2e-3)
+
+
+@pytest.mark.parametrize("fn", [torch.igamma, torch.igammac])
+def test_incomplete_gamma(fn):
+    a = torch.tensor([0.0, 0.1, 0.5, 1.0, 2.0, 3.5, 7.0, 15.0, 20.0, float("inf"), -1.0]).reshape(-1, 1)
+    x = torch.tensor([0.0, 1e-3, 0.3, 0.5, 0.8, 1.0, 1.05, 1.5, 3.0, 8.9, 20.0, 50.0, float("inf"), -1.0])
+    check(fn, a, x, atol=1e-5, rtol=1e-4)
+
+
+
+def test_incomplete_gamma_inplace():
+    check(lambda p, q: p.igamma_(q), make((3, 4), low=0.1, high=5), make((4,), low=0, high=8), atol=1e-5, rtol=1e-4)
