@@ -156,3 +156,13 @@ def test_unscale_and_update_scale_ops():
             torch._amp_update_scale_(s_t, t_t, found.to("tpu"), 2.0, 0.5, 2)
             assert_close(s_t, s_c)
             assert_close(t_t, t_c)
+
+
+def test_conv_in_lower_precision():
+    g = torch.Generator().manual_seed(0)
+    x, w, b = torch.randn(2, 3, 8, 8, generator=g), torch.randn(4, 3, 3, 3, generator=g), torch.randn(4, generator=g)
+    with torch.autocast("tpu"):
+        out = F.conv2d(x.to("tpu"), w.to("tpu"), b.to("tpu"), padding=1)
+    assert out.dtype == torch.bfloat16
+    ref = F.conv2d(x.bfloat16().float(), w.bfloat16().float(), b.bfloat16().float(), padding=1)
+    assert_close(out.float(), ref, atol=5e-2, rtol=2e-2)
