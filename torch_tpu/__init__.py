@@ -26,6 +26,7 @@ if torch._C._get_privateuse1_backend_name() != "tpu":
 from . import device_module as tpu  # noqa: E402
 
 torch._register_device_module("tpu", tpu)
+tpu.amp._set_default_dtype()
 torch.utils.generate_methods_for_privateuse1_backend(
     for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
 )

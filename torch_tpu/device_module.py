@@ -15,8 +15,19 @@ __all__ = [
     "manual_seed_all", "seed", "initial_seed", "get_rng_state", "set_rng_state",
     "memory_allocated", "max_memory_allocated", "memory_reserved",
     "max_memory_reserved", "memory_stats", "empty_cache",
-    "reset_peak_memory_stats", "is_initialized", "platform",
+    "reset_peak_memory_stats", "reset_accumulated_memory_stats", "is_initialized", "platform",
+    "set_per_process_memory_fraction", "get_per_process_memory_fraction", "mem_get_info", "OutOfMemoryError",
+    "get_amp_supported_dtype", "amp", "precision", "get_precision", "Precision",
+    "Stream", "Event", "current_stream", "default_stream", "set_stream", "stream", "StreamContext",
 ]
+
+from .amp import get_amp_supported_dtype  # noqa: E402
+from . import amp  # noqa: E402
+from .streams import (  # noqa: E402
+    Event, Stream, StreamContext, current_stream, default_stream, set_stream, stream,
+)
+
+OutOfMemoryError = torch.OutOfMemoryError
 
 
 def _index(device: Any = None) -> int:
@@ -105,8 +116,7 @@ class _DeviceProperties:
 
 def get_device_properties(device: Any = None) -> _DeviceProperties:
     idx = _index(device)
-    total = _host_memory_bytes() if _C._platform()[2] else 0
-    return _DeviceProperties(get_device_name(idx), total, idx)
+    return _DeviceProperties(get_device_name(idx), _total_memory(idx), idx)
 
 
 def _host_memory_bytes() -> int:
@@ -165,12 +175,63 @@ def set_rng_state_all(states) -> None:
 
 # ---- memory ---------------------------------------------------------------
 
+# The device memory limit: TORCH_TPU_HBM_BYTES (default half the host's
+# memory on XLA:CPU). Allocations past it raise torch.OutOfMemoryError.
+_total_limits: dict[int, int] = {}
+_fractions: dict[int, float] = {}
+
+
+def _total_memory(idx: int) -> int:
+    if idx not in _total_limits:
+        _total_limits[idx] = _C._memory_stats(idx)["limit"]
+    return _total_limits[idx]
+
+
+def set_per_process_memory_fraction(fraction: float, device: Any = None) -> None:
+    """Limits this process to `fraction` of the device memory (as
+    torch.cuda.set_per_process_memory_fraction)."""
+    idx = _index(device)
+    if not isinstance(fraction, (int, float)):
+        raise TypeError("Invalid type for fraction argument, must be `float`")
+    if not 0 <= fraction <= 1:
+        raise ValueError(f"Invalid fraction value: {fraction}. Allowed range: 0~1")
+    total = _total_memory(idx)
+    _fractions[idx] = float(fraction)
+    _C._set_memory_limit(idx, int(total * fraction))
+
+
+def get_per_process_memory_fraction(device: Any = None) -> float:
+    return _fractions.get(_index(device), 1.0)
+
+
+def mem_get_info(device: Any = None) -> tuple[int, int]:
+    """(free, total) bytes of the device, as torch.cuda.mem_get_info."""
+    idx = _index(device)
+    s = _C._memory_stats(idx)
+    return max(s["limit"] - s["allocated_bytes.all.current"], 0), _total_memory(idx)
+
+
 def memory_stats(device: Any = None) -> dict[str, int]:
-    stats = dict(_C._memory_stats(_index(device)))
-    # Buffers are freed when their tensor is, so nothing is held in reserve.
-    stats["reserved_bytes.all.current"] = stats["allocated_bytes.all.current"]
-    stats["reserved_bytes.all.peak"] = stats["allocated_bytes.all.peak"]
-    return stats
+    """CUDA-style counters. Buffers are freed when their tensor is, so nothing
+    is held in reserve: reserved equals allocated."""
+    raw = _C._memory_stats(_index(device))
+    cur, peak = raw["allocated_bytes.all.current"], raw["allocated_bytes.all.peak"]
+    stats = {
+        "allocated_bytes.all.current": cur,
+        "allocated_bytes.all.peak": peak,
+        "allocated_bytes.all.allocated": raw["allocated_bytes.all.allocated"],
+        "allocated_bytes.all.freed": raw["allocated_bytes.all.freed"],
+        "allocation.all.current": raw["allocation.all.current"],
+        "allocation.all.allocated": raw["allocation.all.allocated"],
+        "allocation.all.freed": raw["allocation.all.freed"],
+        "reserved_bytes.all.current": cur,
+        "reserved_bytes.all.peak": peak,
+        "active_bytes.all.current": cur,
+        "active_bytes.all.peak": peak,
+        "num_ooms": raw["num_ooms"],
+        "num_alloc_retries": 0,
+    }
+    return dict(sorted(stats.items()))
 
 
 def memory_allocated(device: Any = None) -> int:
@@ -193,6 +254,60 @@ def reset_peak_memory_stats(device: Any = None) -> None:
     _C._reset_peak_memory_stats(_index(device))
 
 
+def reset_accumulated_memory_stats(device: Any = None) -> None:
+    _C._reset_accumulated_memory_stats(_index(device))
+
+
 def empty_cache() -> None:
-    """Nothing is cached: freed tensors release their device buffers."""
+    """Nothing is cached: freed tensors release their device buffers at once,
+    so memory_reserved() is memory_allocated() and there is nothing to empty."""
+
+
+# ---- fp32 matmul precision -------------------------------------------------
+
+class Precision:
+    """TPU matmul precision for float32 inputs: DEFAULT (one bfloat16 pass),
+    HIGH (three bfloat16 passes), HIGHEST (float32)."""
+
+    DEFAULT = "DEFAULT"
+    HIGH = "HIGH"
+    HIGHEST = "HIGHEST"
+
+
+_TO_TORCH = {"DEFAULT": "medium", "HIGH": "high", "HIGHEST": "highest"}
+_FROM_TORCH = {v: k for k, v in _TO_TORCH.items()}
+
+
+def get_precision() -> str:
+    """The current fp32 matmul precision ("DEFAULT", "HIGH" or "HIGHEST");
+    torch.get_float32_matmul_precision() under TPU names."""
+    return _FROM_TORCH[torch.get_float32_matmul_precision()]
+
+
+def _set_precision(value: str) -> None:
+    if not isinstance(value, str) or value.upper() not in _TO_TORCH:
+        raise ValueError(f"torch.tpu.precision: expected one of DEFAULT, HIGH, HIGHEST, got {value!r}")
+    torch.set_float32_matmul_precision(_TO_TORCH[value.upper()])
+
+
+class precision:
+    """Sets the fp32 matmul precision, for good or for a `with` block:
+
+        torch.tpu.precision("DEFAULT")          # from now on
+        with torch.tpu.precision("HIGHEST"):    # inside the block only
+            ...
+
+    It is PyTorch's float32 matmul precision: torch.set_float32_matmul_precision
+    ("medium" = DEFAULT, "high" = HIGH, "highest" = HIGHEST) sets the same."""
+
+    def __init__(self, value: str):
+        self.prev = get_precision()
+        _set_precision(value)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        _set_precision(self.prev)
+        return False
 

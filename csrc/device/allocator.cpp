@@ -1,8 +1,15 @@
+#include <c10/core/CachingDeviceAllocator.h>
 #include <c10/util/Exception.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <array>
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <mutex>
+#include <string>
 
 #include "device/guard.h"
 #include "device/storage.h"
@@ -13,9 +20,47 @@ namespace {
 constexpr int kMaxDevices = 64;
 
 struct Counters {
-  std::atomic<int64_t> allocated{0}, peak{0}, allocs{0}, frees{0};
+  std::atomic<int64_t> allocated{0}, peak{0}, allocs{0}, frees{0}, ooms{0};
+  std::atomic<int64_t> allocated_total{0}, freed_total{0};
+  std::atomic<int64_t> live{0}, live_peak{0};  // allocations not yet freed
+  std::atomic<int64_t> limit{-1};  // -1: not yet read from the environment
 };
 std::array<Counters, kMaxDevices> g_counters;
+
+// Default device memory on XLA:CPU: TORCH_TPU_HBM_BYTES, else half of the
+// host's physical memory.
+int64_t default_limit() {
+  if (const char* env = std::getenv("TORCH_TPU_HBM_BYTES")) {
+    char* end = nullptr;
+    long long v = std::strtoll(env, &end, 10);
+    TORCH_CHECK(end != env && *end == '\0' && v > 0, "torch_tpu: TORCH_TPU_HBM_BYTES must be a positive integer, got '",
+                env, "'");
+    return static_cast<int64_t>(v);
+  }
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page <= 0) return int64_t{16} << 30;
+  return static_cast<int64_t>(pages) * page / 2;
+}
+
+int64_t limit_of(Counters& c) {
+  int64_t l = c.limit.load();
+  if (l < 0) {
+    int64_t d = default_limit();
+    c.limit.compare_exchange_strong(l, d);
+    l = c.limit.load();
+  }
+  return l;
+}
+
+std::string format_size(int64_t bytes) {
+  char buf[64];
+  double b = static_cast<double>(bytes);
+  if (bytes < (int64_t{1} << 10)) std::snprintf(buf, sizeof(buf), "%lld bytes", static_cast<long long>(bytes));
+  else if (bytes < (int64_t{1} << 20)) std::snprintf(buf, sizeof(buf), "%.2f KiB", b / (1 << 10));
+  else if (bytes < (int64_t{1} << 30)) std::snprintf(buf, sizeof(buf), "%.2f MiB", b / (1 << 20));
+  else std::snprintf(buf, sizeof(buf), "%.2f GiB", b / (1 << 30));
+  return buf;
+}
 
 // Synthetic addresses start high and only grow, so they are unique for the
 // life of the process and never collide with host memory PyTorch compares
@@ -26,24 +71,53 @@ void delete_storage_buffer(void* ctx) {
   auto* sb = static_cast<StorageBuffer*>(ctx);
   auto& c = g_counters[sb->device];
   c.allocated -= static_cast<int64_t>(sb->nbytes);
+  c.freed_total += static_cast<int64_t>(sb->nbytes);
   c.frees += 1;
+  c.live -= 1;
   delete sb;  // dropping the BufferRef never needs the GIL (runtime defers it)
 }
 
-class TpuAllocator final : public at::Allocator {
+[[noreturn]] void raise_out_of_memory(int device, int64_t size) {
+  auto& c = g_counters[device];
+  int64_t limit = limit_of(c);
+  c.ooms += 1;
+  int64_t in_use = c.allocated.load();
+  TORCH_CHECK_WITH(OutOfMemoryError, false, "TPU out of memory. Tried to allocate ", format_size(size), ". TPU ", device,
+                   " has a total capacity of ", format_size(limit), " of which ",
+                   format_size(std::max<int64_t>(limit - in_use, 0)), " is free. Of the allocated memory ",
+                   format_size(in_use), " is allocated by PyTorch. (The limit is TORCH_TPU_HBM_BYTES or "
+                   "torch.tpu.set_per_process_memory_fraction.)");
+}
+
+void raise_peak(std::atomic<int64_t>& peak, int64_t now) {
+  int64_t p = peak.load();
+  while (now > p && !peak.compare_exchange_weak(p, now)) {
+  }
+}
+
+// A c10::DeviceAllocator, so that torch.accelerator's memory functions
+// (memory_allocated, memory_stats, ...) work on tpu. Nothing is cached:
+// reserved is allocated.
+class TpuAllocator final : public c10::DeviceAllocator {
  public:
   at::DataPtr allocate(size_t nbytes) override {
     int device = current_device();
     TORCH_CHECK(device >= 0 && device < kMaxDevices, "torch_tpu: invalid device ", device);
+    auto& c = g_counters[device];
+    int64_t limit = limit_of(c);
+    int64_t size = static_cast<int64_t>(nbytes);
+    int64_t now = (c.allocated += size);
+    if (now > limit) {
+      c.allocated -= size;
+      raise_out_of_memory(device, size);
+    }
     auto* sb = new StorageBuffer();
     sb->device = device;
     sb->nbytes = nbytes;
-    auto& c = g_counters[device];
-    int64_t now = (c.allocated += static_cast<int64_t>(nbytes));
+    c.allocated_total += size;
     c.allocs += 1;
-    int64_t peak = c.peak.load();
-    while (now > peak && !c.peak.compare_exchange_weak(peak, now)) {
-    }
+    raise_peak(c.peak, now);
+    raise_peak(c.live_peak, c.live += 1);
     uintptr_t span = ((nbytes + 255) / 256 + 1) * 256;
     void* address = reinterpret_cast<void*>(g_next_address.fetch_add(span));
     return {address, sb, &delete_storage_buffer, c10::Device(c10::DeviceType::PrivateUse1, device)};
@@ -54,9 +128,53 @@ class TpuAllocator final : public at::Allocator {
   void copy_data(void*, const void*, std::size_t) const override {
     TORCH_CHECK(false, "torch_tpu: tpu memory cannot be copied through raw pointers; use Tensor.copy_");
   }
+
+  bool initialized() override { return true; }
+  void emptyCache(c10::MempoolId_t) override {}
+  void recordStream(const c10::DataPtr&, c10::Stream) override {}  // one in-order stream per device
+
+  c10::CachingDeviceAllocator::DeviceStats getDeviceStats(c10::DeviceIndex device) override {
+    TORCH_CHECK(device >= 0 && device < kMaxDevices, "torch_tpu: invalid device ", static_cast<int>(device));
+    auto& c = g_counters[device];
+    c10::CachingDeviceAllocator::DeviceStats s;
+    constexpr auto kAll = static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE);
+    c10::CachingAllocator::Stat bytes;
+    bytes.current = c.allocated.load();
+    bytes.peak = c.peak.load();
+    bytes.allocated = c.allocated_total.load();
+    bytes.freed = c.freed_total.load();
+    c10::CachingAllocator::Stat count;
+    count.current = c.live.load();
+    count.peak = c.live_peak.load();
+    count.allocated = c.allocs.load();
+    count.freed = c.frees.load();
+    for (auto* stat : {&s.allocated_bytes, &s.reserved_bytes, &s.active_bytes, &s.requested_bytes}) (*stat)[kAll] = bytes;
+    for (auto* stat : {&s.allocation, &s.segment, &s.active}) (*stat)[kAll] = count;
+    s.num_ooms = c.ooms.load();
+    return s;
+  }
+  void resetAccumulatedStats(c10::DeviceIndex device) override {
+    auto& c = g_counters[device];
+    c.allocs = 0;
+    c.frees = 0;
+    c.allocated_total = 0;
+    c.freed_total = 0;
+    c.ooms = 0;
+  }
+  void resetPeakStats(c10::DeviceIndex device) override {
+    auto& c = g_counters[device];
+    c.peak = c.allocated.load();
+    c.live_peak = c.live.load();
+  }
+  std::pair<size_t, size_t> getMemoryInfo(c10::DeviceIndex device) override {
+    auto& c = g_counters[device];
+    int64_t limit = limit_of(c);
+    return {static_cast<size_t>(std::max<int64_t>(limit - c.allocated.load(), 0)), static_cast<size_t>(limit)};
+  }
 };
 
 TpuAllocator g_allocator;
+REGISTER_ALLOCATOR(c10::DeviceType::PrivateUse1, &g_allocator)
 
 }  // namespace
 
@@ -72,12 +190,29 @@ StorageBuffer& storage_buffer(const c10::Storage& storage) {
 MemoryStats memory_stats(int device) {
   TORCH_CHECK(device >= 0 && device < kMaxDevices, "torch_tpu: invalid device ", device);
   auto& c = g_counters[device];
-  return {c.allocated.load(), c.peak.load(), c.allocs.load(), c.frees.load()};
+  return {c.allocated.load(), c.peak.load(), c.allocs.load(), c.frees.load(),
+          c.ooms.load(), c.allocated_total.load(), c.freed_total.load(), limit_of(c), c.live.load()};
+}
+
+void check_can_allocate(int device, int64_t bytes) {
+  TORCH_CHECK(device >= 0 && device < kMaxDevices, "torch_tpu: invalid device ", device);
+  auto& c = g_counters[device];
+  if (c.allocated.load() + bytes > limit_of(c)) raise_out_of_memory(device, bytes);
+}
+
+void set_memory_limit(int device, int64_t bytes) {
+  TORCH_CHECK(device >= 0 && device < kMaxDevices, "torch_tpu: invalid device ", device);
+  g_counters[device].limit = bytes < 0 ? default_limit() : bytes;
 }
 
 void reset_peak_memory(int device) {
-  auto& c = g_counters[device];
-  c.peak = c.allocated.load();
+  TORCH_CHECK(device >= 0 && device < kMaxDevices, "torch_tpu: invalid device ", device);
+  g_allocator.resetPeakStats(static_cast<c10::DeviceIndex>(device));
+}
+
+void reset_accumulated_memory(int device) {
+  TORCH_CHECK(device >= 0 && device < kMaxDevices, "torch_tpu: invalid device ", device);
+  g_allocator.resetAccumulatedStats(static_cast<c10::DeviceIndex>(device));
 }
 
 }  // namespace torch_tpu::device

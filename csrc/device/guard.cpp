@@ -3,6 +3,8 @@
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/util/Exception.h>
 
+#include <chrono>
+
 #include "device/guard.h"
 #include "runtime/runtime.h"
 
@@ -42,16 +44,46 @@ struct TpuGuardImpl final : public c10::impl::DeviceGuardImplInterface {
       return 0;
     }
   }
-  // Programs on a device run in issue order, so an event needs no state:
-  // waiting on it is waiting for the device.
-  void record(void**, const c10::Stream&, const c10::DeviceIndex, const c10::EventFlag) const override {}
-  void block(void*, const c10::Stream&) const override {}
-  bool queryEvent(void*) const override { return true; }
-  void destroyEvent(void*, const c10::DeviceIndex) const noexcept override {}
-  bool queryStream(const c10::Stream&) const override { return true; }
+  // Programs on a device run in issue order (one stream per device), so an
+  // event is a point in that queue: recording it waits for the work queued
+  // so far and notes the time, which makes query, synchronize and
+  // elapsed_time exact (at the cost of a wait per record).
+  struct TpuEvent {
+    c10::DeviceIndex device = -1;
+    int64_t time_ns = 0;
+  };
+  static int64_t now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+  void record(void** event, const c10::Stream& stream, const c10::DeviceIndex device_index,
+              const c10::EventFlag) const override {
+    TORCH_CHECK(device_index == -1 || device_index == stream.device_index(), "Event device index ",
+                static_cast<int>(device_index), " does not match recording stream's device index ",
+                static_cast<int>(stream.device_index()), ".");
+    if (*event == nullptr) *event = new TpuEvent();
+    auto* e = static_cast<TpuEvent*>(*event);
+    e->device = stream.device_index();
+    runtime::get().synchronize(e->device);
+    e->time_ns = now_ns();
+  }
+  void block(void*, const c10::Stream&) const override {}  // one in-order queue: nothing to wait for
+  bool queryEvent(void* event) const override {
+    return true;  // recording waited for the work before it
+  }
+  void destroyEvent(void* event, const c10::DeviceIndex) const noexcept override {
+    delete static_cast<TpuEvent*>(event);
+  }
+  bool queryStream(const c10::Stream& s) const override {
+    runtime::get().synchronize(s.device_index());  // exact: the work is done once this returns
+    return true;
+  }
   void synchronizeStream(const c10::Stream& s) const override { runtime::get().synchronize(s.device_index()); }
-  void synchronizeEvent(void*) const override {
-    runtime::get().synchronize(t_current_device);
+  void synchronizeEvent(void* event) const override {}  // recording already waited
+  double elapsedTime(void* start, void* end, const c10::DeviceIndex) const override {
+    TORCH_CHECK(start != nullptr && end != nullptr,
+                "Both events must be recorded before calculating elapsed time.");
+    return static_cast<double>(static_cast<TpuEvent*>(end)->time_ns - static_cast<TpuEvent*>(start)->time_ns) / 1e6;
   }
   void synchronizeDevice(const c10::DeviceIndex index) const override { runtime::get().synchronize(index); }
   void recordDataPtrOnStream(const c10::DataPtr&, const c10::Stream&) const override {}

@@ -37,8 +37,22 @@ struct MemoryStats {
   int64_t peak_bytes = 0;
   int64_t num_allocs = 0;
   int64_t num_frees = 0;
+  int64_t num_ooms = 0;
+  int64_t allocated_total = 0;  // bytes ever allocated / freed
+  int64_t freed_total = 0;
+  int64_t limit = 0;  // device memory: allocations past it raise OutOfMemoryError
+  int64_t num_live = 0;  // allocations not yet freed
 };
 MemoryStats memory_stats(int device);
+// Sets the device memory limit in bytes (negative: back to the default,
+// TORCH_TPU_HBM_BYTES or half the host's memory on XLA:CPU).
+void set_memory_limit(int device, int64_t bytes);
+// Raises torch.OutOfMemoryError if `bytes` more would pass the limit (a
+// program checks its new outputs before it runs, so a failing op changes
+// nothing).
+void check_can_allocate(int device, int64_t bytes);
 void reset_peak_memory(int device);
+// Zeroes the cumulative counters (allocations, frees, bytes, OOMs).
+void reset_accumulated_memory(int device);
 
 }  // namespace torch_tpu::device

@@ -18,6 +18,7 @@
 #include "device/generator.h"
 #include "device/guard.h"
 #include "device/storage.h"
+#include "lowering/precision.h"
 #include "lowering/registry.h"
 #include "lowering/view.h"
 #include "runtime/runtime.h"
@@ -104,8 +105,17 @@ bool is_scalar_type(const c10::Argument& a) {
   return kind == c10::TypeKind::NumberType;
 }
 
+// Fused optimizer steps (`_fused_adam_`, ...) take lr, betas and friends as
+// `float`; their rules read them as runtime operands, so a learning-rate
+// schedule does not recompile.
+bool floats_are_operands(const c10::FunctionSchema& s) { return s.name().rfind("aten::_fused_", 0) == 0; }
+
+bool is_runtime_operand(const c10::Argument& a, bool runtime_floats) {
+  return is_scalar_type(a) || (runtime_floats && a.type()->kind() == c10::TypeKind::FloatType);
+}
+
 void append_value(std::string& k, const c10::IValue& v, const c10::Argument& a, bool static_scalars,
-                  SeenStorages& storages) {
+                  SeenStorages& storages, bool runtime_floats = false) {
   if (v.isTensor()) {
     if (v.toTensor().defined())
       append_tensor(k, v.toTensor(), storages);
@@ -117,8 +127,8 @@ void append_value(std::string& k, const c10::IValue& v, const c10::Argument& a, 
     auto list = v.toListRef();
     k += 'L';
     append_int(k, static_cast<int64_t>(list.size()));
-    for (const auto& e : list) append_value(k, e, a, static_scalars, storages);
-  } else if (v.isScalar() && !static_scalars && is_scalar_type(a)) {
+    for (const auto& e : list) append_value(k, e, a, static_scalars, storages, runtime_floats);
+  } else if (v.isScalar() && !static_scalars && is_runtime_operand(a, runtime_floats)) {
     // A Scalar (or Scalar?) argument is a runtime operand: only its kind
     // shapes the program.
     k += v.isDouble() ? 'd' : v.isInt() ? 'i' : v.isBool() ? 'b' : 'z';
@@ -509,6 +519,16 @@ void run_program(const Program& prog, std::vector<c10::IValue>& args, torch::jit
         break;
     }
   }
+  // The new outputs must fit in device memory before anything runs: an op
+  // that does not fit raises OutOfMemoryError and changes nothing.
+  int64_t new_bytes = 0;
+  for (const auto& n : prog.news) {
+    if (n.result < 0) continue;
+    int64_t numel = 1;
+    for (auto s : n.sizes) numel *= s;
+    new_bytes += numel * static_cast<int64_t>(c10::elementSize(n.dtype));
+  }
+  if (new_bytes > 0) device::check_can_allocate(prog.device, new_bytes);
   auto outs = runtime::get().execute(*prog.exe, inputs);
   for (const auto& w : prog.writes) {
     auto& sb = device::storage_buffer(tensor_at(args, w.arg, w.item).storage());
@@ -583,9 +603,14 @@ void run_lowered_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   key += '#';
   key += std::to_string(device);
   key += '#';
+  // The fp32 matmul precision shapes dot products: changing it recompiles.
+  key += static_cast<char>('0' + static_cast<int>(lowering::matmul_precision()));
+  key += '#';
   bool static_scalars = scalars_shape_output(schema);
+  bool runtime_floats = floats_are_operands(schema);
   SeenStorages storages;
-  for (size_t i = 0; i < n; ++i) append_value(key, args[i], schema.arguments()[i], static_scalars, storages);
+  for (size_t i = 0; i < n; ++i)
+    append_value(key, args[i], schema.arguments()[i], static_scalars, storages, runtime_floats);
 
   auto& c = cache();
   auto it = c.find(key);

@@ -6,6 +6,7 @@
 // products accumulate in the integer type (int64 GEMM works on CPU too).
 // torch.matmul and nn.functional.linear are composite: they reach these
 // rules through mm/bmm/addmm/mv/dot and views.
+#include "lowering/precision.h"
 #include "lowering/registry.h"
 
 namespace torch_tpu::lowering {
@@ -45,7 +46,7 @@ Value product(LowerCtx& ctx, const char* lhs_name, const char* rhs_name, const h
     a = hlo::convert(a, acc);
     b = hlo::convert(b, acc);
   }
-  return hlo::dot_general(a, b, dd, acc, precision_for(acc));
+  return matmul_dot(a, b, dd, acc);
 }
 
 // beta * self + alpha * prod, with beta == 0 ignoring self (NaN included),

@@ -35,10 +35,16 @@ PYBIND11_MODULE(_C, m) {
     d["allocated_bytes.all.peak"] = s.peak_bytes;
     d["allocation.all.allocated"] = s.num_allocs;
     d["allocation.all.freed"] = s.num_frees;
-    d["allocation.all.current"] = s.num_allocs - s.num_frees;
+    d["allocation.all.current"] = s.num_live;
+    d["allocated_bytes.all.allocated"] = s.allocated_total;
+    d["allocated_bytes.all.freed"] = s.freed_total;
+    d["num_ooms"] = s.num_ooms;
+    d["limit"] = s.limit;
     return d;
   });
+  m.def("_set_memory_limit", [](int i, int64_t bytes) { device::set_memory_limit(i, bytes); });
   m.def("_reset_peak_memory_stats", [](int i) { device::reset_peak_memory(i); });
+  m.def("_reset_accumulated_memory_stats", [](int i) { device::reset_accumulated_memory(i); });
   m.def("_default_generator", [](int i) {
     return py::reinterpret_steal<py::object>(
         THPGenerator_initDefaultGenerator(device::default_generator(static_cast<c10::DeviceIndex>(i))));

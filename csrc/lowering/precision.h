@@ -1,0 +1,23 @@
+// fp32 matmul precision, TPU style: DEFAULT (one bf16 pass), HIGH (three
+// bf16 passes), HIGHEST (fp32). The setting is PyTorch's own
+// float32 matmul precision (torch.set_float32_matmul_precision /
+// torch.tpu.precision): "medium" -> DEFAULT, "high" -> HIGH, "highest" ->
+// HIGHEST. It is read when a program is lowered and is part of every program
+// key, so changing it recompiles.
+#pragma once
+
+#include "hlo/ops.h"
+
+namespace torch_tpu::lowering {
+
+enum class MatmulPrecision { kDefault = 0, kHigh = 1, kHighest = 2 };
+
+MatmulPrecision matmul_precision();
+
+// lhs · rhs accumulated in `acc`. For f32 products the current precision
+// applies: on a TPU through dot_general's precision_config; elsewhere (XLA:CPU
+// ignores it) by rounding the operands to bf16 and summing the passes the TPU
+// would make, so results match what a TPU computes.
+hlo::Value matmul_dot(hlo::Value lhs, hlo::Value rhs, const hlo::DotDims& dd, hlo::ElementType acc);
+
+}  // namespace torch_tpu::lowering
