@@ -54,31 +54,7 @@ std::vector<Value> Builder::emit_multi(std::string_view op, const std::vector<Va
   line += " = \"stablehlo.";
   line += op;
   line += "\"(" + operand_list(operands) + ")";
-  if (body) {
-    // The region's values get fresh SSA names from the same counter, so
-    // they never clash with the enclosing function's.
-    std::string saved = std::move(body_);
-    body_.clear();
-    int saved_indent = indent_;
-    indent_ += 4;
-    std::vector<Value> args;
-    std::string header(saved_indent + 2, ' ');
-    header += "^bb0(";
-    for (size_t i = 0; i < region_args.size(); ++i) {
-      int id = new_value(region_args[i], "%" + std::to_string(next_ssa_++));
-      args.emplace_back(this, id);
-      if (i) header += ", ";
-      header += names_[id] + ": " + region_args[i].str();
-    }
-    header += "):\n";
-    std::vector<Value> yields = body(*this, args);
-    std::string region_text = header + body_;
-    region_text += std::string(indent_, ' ') + "\"stablehlo.return\"(" + operand_list(yields) +
-                   ") : (" + type_list(yields) + ") -> ()\n";
-    indent_ = saved_indent;
-    body_ = std::move(saved);
-    line += " ({\n" + region_text + std::string(indent_, ' ') + "})";
-  }
+  if (body) line += " (" + region_text(region_args, body) + ")";
   if (!attrs.empty()) {
     line += " {";
     line += attrs;
@@ -107,7 +83,8 @@ std::vector<Value> Builder::emit_multi(std::string_view op, const std::vector<Va
   return out;
 }
 
-// [linalg] Several regions: each printed like emit_multi's single one.
+// A region's text. Its values get fresh SSA names from the same counter, so
+// they never clash with the enclosing function's.
 std::string Builder::region_text(const std::vector<TensorType>& region_args, const RegionBody& body) {
   std::string saved = std::move(body_);
   body_.clear();
