@@ -24,6 +24,7 @@ if torch._C._get_privateuse1_backend_name() != "tpu":
     torch.utils.rename_privateuse1_backend("tpu")
 
 from . import device_module as tpu  # noqa: E402
+from .modes import eager_mode, fusion_stats, get_eager_mode, mark_step  # noqa: E402
 
 torch._register_device_module("tpu", tpu)
 tpu.amp._set_default_dtype()
@@ -47,4 +48,4 @@ def _format_on_host(tensor_str):
 
 torch._tensor_str._tensor_str = _format_on_host(torch._tensor_str._tensor_str)
 
-__all__ = ["tpu"]
+__all__ = ["tpu", "eager_mode", "get_eager_mode", "mark_step", "fusion_stats"]

@@ -19,10 +19,12 @@ __all__ = [
     "set_per_process_memory_fraction", "get_per_process_memory_fraction", "mem_get_info", "OutOfMemoryError",
     "get_amp_supported_dtype", "amp", "precision", "get_precision", "Precision",
     "Stream", "Event", "current_stream", "default_stream", "set_stream", "stream", "StreamContext",
+    "eager_mode", "get_eager_mode", "mark_step",
 ]
 
 from .amp import get_amp_supported_dtype  # noqa: E402
 from . import amp  # noqa: E402
+from .modes import eager_mode, get_eager_mode, mark_step  # noqa: E402
 from .streams import (  # noqa: E402
     Event, Stream, StreamContext, current_stream, default_stream, set_stream, stream,
 )

@@ -3,12 +3,14 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 #include <torch/csrc/Generator.h>
+#include <torch/csrc/utils/pybind.h>
 
 #include "device/generator.h"
 #include "device/guard.h"
 #include "device/storage.h"
 #include "exec/op_runner.h"
 #include "lowering/registry.h"
+#include "runtime/modes.h"
 #include "runtime/runtime.h"
 
 namespace py = pybind11;
@@ -57,4 +59,28 @@ PYBIND11_MODULE(_C, m) {
     return py::make_tuple(s.programs, s.hits, s.misses);
   });
   m.def("_lowered_ops", [] { return lowering::rule_names(); });
+  // Execution modes: 0 strict, 1 debug, 2 fused (runtime/modes.h).
+  m.def("_get_eager_mode", [] { return static_cast<int>(runtime::eager_mode()); });
+  m.def("_set_eager_mode", [](int mode) {
+    TORCH_CHECK(mode >= 0 && mode <= 2, "torch_tpu: unknown eager mode ", mode);
+    runtime::set_eager_mode(static_cast<runtime::EagerMode>(mode));
+  });
+  m.def("_mark_step", [] { runtime::mark_step(); });
+  m.def("_fusion_stats", [] {
+    auto s = runtime::fusion_stats();
+    py::dict d;
+    d["flushes"] = s.flushes;
+    d["fused_ops"] = s.fused_ops;
+    d["compiles"] = s.compiles;
+    d["cache_hits"] = s.cache_hits;
+    d["skipped"] = s.skipped;
+    d["pending_ops"] = s.pending_ops;
+    return d;
+  });
+  // Whether the tensor's storage holds a computed value (false while its
+  // program is queued or deferred); never waits.
+  m.def("_is_ready", [](const at::Tensor& t) {
+    TORCH_CHECK(t.is_privateuseone(), "torch_tpu: _is_ready expects a tpu tensor, got one on ", t.device());
+    return runtime::buffer_ready(device::storage_buffer(t.storage()).buffer);
+  });
 }

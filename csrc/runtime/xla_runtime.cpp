@@ -12,6 +12,7 @@
 #include <mutex>
 #include <vector>
 
+#include "runtime/modes.h"
 #include "runtime/runtime.h"
 
 namespace py = pybind11;
@@ -307,18 +308,36 @@ std::vector<hlo::TensorType> parse_result_types(const std::string& text) {
 }
 
 XlaRuntime* g_runtime = nullptr;
+Runtime* g_front = nullptr;  // the mode decorator over g_runtime
 
 }  // namespace
+
+bool xla_buffer_ready(const DeviceBuffer& buf) {
+  py::gil_scoped_acquire gil;
+  return static_cast<const JaxBuffer&>(buf).array().attr("is_ready")().cast<bool>();
+}
+
+void xla_buffer_wait(const DeviceBuffer& buf, const char* what) {
+  py::gil_scoped_acquire gil;
+  try {
+    static_cast<const JaxBuffer&>(buf).array().attr("block_until_ready")();
+  } catch (py::error_already_set& e) {
+    TORCH_CHECK(false, "torch_tpu: ", what, " failed on the device: ", e.what());
+  }
+}
 
 RuntimeLock::RuntimeLock() : state_(static_cast<int>(PyGILState_Ensure())) {}
 RuntimeLock::~RuntimeLock() { PyGILState_Release(static_cast<PyGILState_STATE>(state_)); }
 
 Runtime& get() {
   static std::once_flag once;
-  std::call_once(once, [] { g_runtime = new XlaRuntime(); });  // leaked on purpose: see ~XlaRuntime
-  return *g_runtime;
+  std::call_once(once, [] {
+    g_runtime = new XlaRuntime();  // leaked on purpose: see ~XlaRuntime
+    g_front = make_mode_runtime(*g_runtime).release();
+  });
+  return *g_front;
 }
 
-bool started() { return g_runtime != nullptr; }
+bool started() { return g_front != nullptr; }
 
 }  // namespace torch_tpu::runtime

@@ -1,0 +1,492 @@
+// The execution-mode decorator over the XLA runtime (modes.h).
+//
+// Every executable it compiles is an OpProgram: the inner executable plus the
+// op's StableHLO text. In Strict and Debug Eager execute() runs it at once
+// (Debug then waits for the outputs). In Fused Eager execute() runs nothing:
+// it appends the call to the device's pending Trace and returns LazyBuffers
+// naming (trace, op, output). When a value is needed (to_host, synchronize,
+// mark_step, the op limit, leaving fused mode) the trace is flushed: one
+// module whose @main calls each op's function in order, wiring deferred
+// inputs to earlier results, with the trace's real input buffers as
+// parameters and the lazy buffers still referenced as results. It is
+// compiled once per trace shape (the programs, the wiring, which results are
+// live), so repeated training steps reuse it.
+//
+// All state is touched with the runtime lock (the GIL) held.
+#include <c10/util/Exception.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "runtime/modes.h"
+
+namespace torch_tpu::runtime {
+namespace {
+
+std::atomic<int> g_mode{-1};  // -1: not read from the environment yet
+FusionStats g_stats;
+
+bool env_flag(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' && std::strcmp(v, "0") != 0;
+}
+
+// ---- per-op programs ----------------------------------------------------------
+
+// Splits "tensor<2xf32>, tensor<complex<f32>>" at top-level commas.
+std::vector<std::string> split_types(const std::string& list) {
+  std::vector<std::string> out;
+  int depth = 0;
+  std::string cur;
+  for (char c : list) {
+    if (c == '<') ++depth;
+    if (c == '>') --depth;
+    if (c == ',' && depth == 0) {
+      out.push_back(cur);
+      cur.clear();
+      continue;
+    }
+    if (c == ' ' && cur.empty()) continue;
+    cur += c;
+  }
+  if (!cur.empty()) out.push_back(cur);
+  return out;
+}
+
+hlo::TensorType parse_type(const std::string& s) {
+  // "tensor<2x3xf32>", "tensor<f32>", "tensor<4xcomplex<f32>>"
+  TORCH_CHECK(s.rfind("tensor<", 0) == 0, "torch_tpu: unexpected StableHLO type ", s);
+  std::string inner = s.substr(7, s.size() - 8);
+  hlo::TensorType t;
+  size_t start = 0, x;
+  while (start < inner.size() && std::isdigit(inner[start]) && (x = inner.find('x', start)) != std::string::npos) {
+    t.dims.push_back(std::stoll(inner.substr(start, x - start)));
+    start = x + 1;
+  }
+  std::string el = inner.substr(start);
+  for (int e = 0; e <= static_cast<int>(hlo::ElementType::kC128); ++e)
+    if (el == hlo::element_name(static_cast<hlo::ElementType>(e))) {
+      t.element = static_cast<hlo::ElementType>(e);
+      return t;
+    }
+  TORCH_CHECK(false, "torch_tpu: unknown element type ", el);
+}
+
+class OpProgram final : public Executable, public std::enable_shared_from_this<OpProgram> {
+ public:
+  OpProgram(ExecutableRef inner, const std::string& text, std::string what, int device)
+      : inner_(std::move(inner)), what_(std::move(what)), device_(device) {
+    static std::atomic<int64_t> next_id{0};
+    id_ = next_id++;
+    // "  func.func public @main(ARGS) -> (RESULTS) {\n" ... "  }\n}\n"
+    const std::string head = "func.func public @main(";
+    size_t h = text.find(head);
+    TORCH_CHECK(h != std::string::npos, "torch_tpu: program for ", what_, " has no @main");
+    size_t args_end = text.find(") -> (", h);
+    size_t res_end = text.find(") {\n", args_end);
+    size_t body_end = text.rfind("}\n}");
+    TORCH_CHECK(args_end != std::string::npos && res_end != std::string::npos && body_end != std::string::npos,
+                "torch_tpu: cannot read the signature of the program for ", what_);
+    // Argument list entries are "%argN: TYPE".
+    for (const auto& a : split_types(text.substr(h + head.size(), args_end - h - head.size())))
+      in_sig_.push_back(a.substr(a.find(": ") + 2));
+    out_sig_ = split_types(text.substr(args_end + 6, res_end - args_end - 6));
+    for (const auto& t : out_sig_) out_types_.push_back(parse_type(t));
+    func_ = "  func.func private @f" + std::to_string(id_) + "(" + text.substr(h + head.size(), body_end + 2 - h - head.size());
+  }
+  int device() const override { return device_; }
+  const ExecutableRef& inner() const { return inner_; }
+  const std::string& what() const { return what_; }
+  int64_t id() const { return id_; }
+  const std::vector<std::string>& in_sig() const { return in_sig_; }
+  const std::vector<std::string>& out_sig() const { return out_sig_; }
+  const std::vector<hlo::TensorType>& out_types() const { return out_types_; }
+  // The op as a private function @f<id> of a fused module.
+  const std::string& func() const { return func_; }
+
+ private:
+  ExecutableRef inner_;
+  std::string what_;
+  int device_;
+  int64_t id_;
+  std::vector<std::string> in_sig_, out_sig_;
+  std::vector<hlo::TensorType> out_types_;
+  std::string func_;
+};
+
+// ---- traces and lazy buffers ------------------------------------------------------
+
+struct Trace;
+
+// The output of a deferred op. Resolves to a real buffer when its trace runs.
+class LazyBuffer final : public DeviceBuffer {
+ public:
+  LazyBuffer(hlo::TensorType type, int device, std::shared_ptr<Trace> trace, int op, int out)
+      : type_(std::move(type)), device_(device), trace(std::move(trace)), op(op), out(out) {}
+  const hlo::TensorType& type() const override { return type_; }
+  int device() const override { return device_; }
+
+  hlo::TensorType type_;
+  int device_;
+  std::shared_ptr<Trace> trace;  // while deferred
+  int op, out;
+  BufferRef real;                // once its trace ran
+  std::string error;             // if its trace failed
+};
+
+struct TraceInput {
+  int param = -1;  // index into Trace::params (a real buffer) ...
+  int op = -1;     // ... or output `out` of an earlier op of the trace
+  int out = -1;
+};
+
+struct TraceOp {
+  std::shared_ptr<const OpProgram> prog;
+  std::vector<TraceInput> inputs;
+  std::vector<std::weak_ptr<LazyBuffer>> outs;  // weak: an output nobody holds is not a result
+};
+
+struct Trace {
+  int device = 0;
+  std::vector<TraceOp> ops;
+  std::vector<BufferRef> params;  // real input buffers, each once
+  std::unordered_map<const DeviceBuffer*, int> param_index;
+};
+
+class ModeRuntime final : public Runtime {
+ public:
+  explicit ModeRuntime(Runtime& inner) : inner_(inner) {
+    if (const char* n = std::getenv("TPU_FUSE_MAX_OPS")) max_ops_ = std::max(1, std::atoi(n));
+  }
+
+  int device_count() override { return inner_.device_count(); }
+  const PlatformInfo& platform() override { return inner_.platform(); }
+  int64_t compile_count() const override { return inner_.compile_count(); }
+  double compile_seconds() const override { return inner_.compile_seconds(); }
+
+  ExecutableRef compile(const std::string& text, int device, const std::string& what) override {
+    auto exe = inner_.compile(text, device, what);
+    return std::make_shared<OpProgram>(std::move(exe), text, what, device);
+  }
+
+  std::vector<BufferRef> execute(const Executable& exe_base, const std::vector<BufferRef>& args) override {
+    const auto& prog = static_cast<const OpProgram&>(exe_base);
+    RuntimeLock lock;
+    EagerMode mode = eager_mode();
+    if (mode != EagerMode::kFused) {
+      std::vector<BufferRef> real;
+      real.reserve(args.size());
+      for (const auto& a : args) real.push_back(resolve(a));
+      auto outs = inner_.execute(*prog.inner(), real);
+      if (mode == EagerMode::kDebug) {
+        for (const auto& o : outs) xla_buffer_wait(*o, prog.what().c_str());
+      } else {
+        track(prog.device(), outs);
+      }
+      return outs;
+    }
+    auto& slot = pending_[prog.device()];
+    if (!slot) {
+      slot = std::make_shared<Trace>();
+      slot->device = prog.device();
+    }
+    std::shared_ptr<Trace> trace = slot;
+    TraceOp op;
+    op.prog = prog.shared_from_this();
+    op.inputs.reserve(args.size());
+    for (const auto& a : args) {
+      auto* lazy = dynamic_cast<LazyBuffer*>(a.get());
+      if (lazy != nullptr && lazy->trace == trace) {
+        op.inputs.push_back(TraceInput{-1, lazy->op, lazy->out});
+        continue;
+      }
+      BufferRef real = resolve(a);
+      auto [it, added] = trace->param_index.emplace(real.get(), static_cast<int>(trace->params.size()));
+      if (added) trace->params.push_back(real);
+      op.inputs.push_back(TraceInput{it->second, -1, -1});
+    }
+    int index = static_cast<int>(trace->ops.size());
+    std::vector<BufferRef> outs;
+    const auto& types = prog.out_types();
+    for (size_t i = 0; i < types.size(); ++i) {
+      auto b = std::make_shared<LazyBuffer>(types[i], prog.device(), trace, index, static_cast<int>(i));
+      op.outs.push_back(b);
+      outs.push_back(std::move(b));
+    }
+    trace->ops.push_back(std::move(op));
+    ++g_stats.pending_ops;
+    // A bound on program size (and on how long values stay deferred).
+    if (static_cast<int>(trace->ops.size()) >= max_ops_) flush(prog.device());
+    return outs;
+  }
+
+  BufferRef to_device(const void* data, const hlo::TensorType& type, int device) override {
+    return inner_.to_device(data, type, device);
+  }
+
+  void to_host(const BufferRef& buf, void* dst, size_t nbytes) override {
+    BufferRef real;
+    {
+      RuntimeLock lock;
+      real = resolve(buf);
+    }
+    inner_.to_host(real, dst, nbytes);
+  }
+
+  void synchronize(int device) override {
+    std::vector<BufferRef> wait;
+    {
+      RuntimeLock lock;
+      flush(device);
+      auto it = in_flight_.find(device);
+      if (it != in_flight_.end()) {
+        for (auto& w : it->second)
+          if (auto b = w.lock()) wait.push_back(std::move(b));
+        it->second.clear();
+      }
+    }
+    // XLA:CPU runs independent programs concurrently (there is no single
+    // in-order stream), so waiting for a transfer queued behind them is not
+    // enough: wait for every program output that is still referenced.
+    for (const auto& b : wait) xla_buffer_wait(*b, "a queued program");
+    inner_.synchronize(device);
+  }
+
+  // Runs the deferred ops of `device`. Called with the lock held.
+  void flush(int device) {
+    auto it = pending_.find(device);
+    if (it == pending_.end() || !it->second) return;
+    std::shared_ptr<Trace> trace = std::move(it->second);
+    pending_.erase(it);  // ops issued from here on start a new trace
+    g_stats.pending_ops -= static_cast<int64_t>(trace->ops.size());
+    run_trace(*trace);
+  }
+
+  void flush_all() {
+    std::vector<int> devices;
+    for (const auto& [d, t] : pending_) devices.push_back(d);
+    for (int d : devices) flush(d);
+  }
+
+  // A real buffer for `buf`, running its trace if it is deferred.
+  BufferRef resolve(const BufferRef& buf) {
+    auto* lazy = dynamic_cast<LazyBuffer*>(buf.get());
+    if (lazy == nullptr) return buf;
+    if (lazy->trace) {
+      auto it = pending_.find(lazy->device());
+      TORCH_CHECK(it != pending_.end() && it->second == lazy->trace,
+                  "torch_tpu: a deferred value's trace is no longer pending (was it flushed from another thread?)");
+      flush(lazy->device());
+    }
+    TORCH_CHECK(lazy->error.empty(), lazy->error);
+    TORCH_CHECK(lazy->real, "torch_tpu: internal error: deferred value was not computed");
+    return lazy->real;
+  }
+
+ private:
+  void run_trace(Trace& t) {
+    // Results: outputs still referenced outside the trace.
+    std::vector<std::shared_ptr<LazyBuffer>> live;
+    std::string key = std::to_string(t.device) + ':';
+    for (const auto& op : t.ops) {
+      key += std::to_string(op.prog->id());
+      key += '(';
+      for (const auto& in : op.inputs) {
+        if (in.param >= 0) {
+          key += 'p' + std::to_string(in.param);
+        } else {
+          key += 'o' + std::to_string(in.op) + '.' + std::to_string(in.out);
+        }
+        key += ',';
+      }
+      key += ')';
+      for (const auto& w : op.outs) {
+        auto b = w.lock();
+        key += b ? 'L' : '-';
+        if (b) live.push_back(std::move(b));
+      }
+    }
+    ++g_stats.flushes;
+    g_stats.fused_ops += static_cast<int64_t>(t.ops.size());
+    auto fail = [&](const std::string& msg) {
+      for (auto& b : live) {
+        b->error = msg;
+        b->trace.reset();
+      }
+    };
+    if (live.empty()) {  // nothing observable: the trace need not run
+      ++g_stats.skipped;
+      return;
+    }
+    std::vector<BufferRef> outs;
+    try {
+      if (t.ops.size() == 1) {
+        // One op: its own program, with its arguments in order.
+        std::vector<BufferRef> args;
+        for (const auto& in : t.ops[0].inputs) args.push_back(t.params[in.param]);
+        auto all = inner_.execute(*t.ops[0].prog->inner(), args);
+        for (size_t i = 0; i < t.ops[0].outs.size(); ++i)
+          if (!t.ops[0].outs[i].expired()) outs.push_back(all[i]);
+      } else {
+        auto cit = fused_.find(key);
+        if (cit == fused_.end()) {
+          ++g_stats.compiles;
+          cit = fused_.emplace(key, inner_.compile(module_text(t, live), t.device, describe(t))).first;
+        } else {
+          ++g_stats.cache_hits;
+        }
+        outs = inner_.execute(*cit->second, t.params);
+      }
+    } catch (const std::exception& e) {
+      std::string msg = std::string("torch_tpu: running the deferred ops (") + describe(t) +
+                        ") failed; the error belongs to one of them (TPU_LAUNCH_BLOCKING=1 or "
+                        "torch_tpu.eager_mode(\"debug\") finds which): " + e.what();
+      fail(msg);
+      TORCH_CHECK(false, msg);
+    }
+    TORCH_CHECK(outs.size() == live.size(), "torch_tpu: internal error: fused program returned ", outs.size(),
+                " values for ", live.size(), " live results");
+    track(t.device, outs);
+    for (size_t i = 0; i < live.size(); ++i) {
+      live[i]->real = std::move(outs[i]);
+      live[i]->trace.reset();
+    }
+  }
+
+  // "fused program of N ops: aten::mm x3, aten::add.Tensor, ..." (first few).
+  static std::string describe(const Trace& t) {
+    std::map<std::string, int> counts;
+    std::vector<std::string> order;
+    for (const auto& op : t.ops)
+      if (counts[op.prog->what()]++ == 0) order.push_back(op.prog->what());
+    std::string s = "fused program of " + std::to_string(t.ops.size()) + " ops: ";
+    for (size_t i = 0; i < order.size() && i < 12; ++i) {
+      if (i) s += ", ";
+      s += order[i];
+      if (counts[order[i]] > 1) s += " x" + std::to_string(counts[order[i]]);
+    }
+    if (order.size() > 12) s += ", ...";
+    return s;
+  }
+
+  static std::string module_text(const Trace& t, const std::vector<std::shared_ptr<LazyBuffer>>& live) {
+    std::string s = "module @torch_tpu_fused attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {\n";
+    std::set<int64_t> emitted;
+    for (const auto& op : t.ops)
+      if (emitted.insert(op.prog->id()).second) s += op.prog->func();
+    // Parameter types come from the first op input that reads each one.
+    std::vector<std::string> param_types(t.params.size());
+    for (const auto& op : t.ops)
+      for (size_t i = 0; i < op.inputs.size(); ++i)
+        if (op.inputs[i].param >= 0 && param_types[op.inputs[i].param].empty())
+          param_types[op.inputs[i].param] = op.prog->in_sig()[i];
+    auto join = [](const std::vector<std::string>& v) {
+      std::string r;
+      for (size_t i = 0; i < v.size(); ++i) r += (i ? ", " : "") + v[i];
+      return r;
+    };
+    auto value = [&](int op, int out) {
+      std::string n = "%c" + std::to_string(op);
+      return t.ops[op].outs.size() == 1 ? n : n + "#" + std::to_string(out);
+    };
+    std::vector<std::string> result_types, result_values;
+    for (const auto& b : live) {
+      result_types.push_back(t.ops[b->op].prog->out_sig()[b->out]);
+      result_values.push_back(value(b->op, b->out));
+    }
+    s += "  func.func public @main(";
+    for (size_t i = 0; i < t.params.size(); ++i) s += (i ? ", %arg" : "%arg") + std::to_string(i) + ": " + param_types[i];
+    s += ") -> (" + join(result_types) + ") {\n";
+    for (size_t k = 0; k < t.ops.size(); ++k) {
+      const auto& op = t.ops[k];
+      std::vector<std::string> operands;
+      for (const auto& in : op.inputs)
+        operands.push_back(in.param >= 0 ? "%arg" + std::to_string(in.param) : value(in.op, in.out));
+      size_t n = op.outs.size();
+      s += "    ";
+      if (n == 1) s += "%c" + std::to_string(k) + " = ";
+      if (n > 1) s += "%c" + std::to_string(k) + ":" + std::to_string(n) + " = ";
+      s += "\"func.call\"(" + join(operands) + ") <{callee = @f" + std::to_string(op.prog->id()) + "}> : (" +
+           join(op.prog->in_sig()) + ") -> (" + join(op.prog->out_sig()) + ")\n";
+    }
+    s += "    \"func.return\"(" + join(result_values) + ") : (" + join(result_types) + ") -> ()\n";
+    s += "  }\n}\n";
+    return s;
+  }
+
+  // Remembers outputs of programs that may still be running, for synchronize.
+  // Weak: an output nobody holds need not be waited for.
+  void track(int device, const std::vector<BufferRef>& outs) {
+    auto& v = in_flight_[device];
+    if (v.size() >= prune_at_) {  // amortised: drop the dropped ones
+      v.erase(std::remove_if(v.begin(), v.end(), [](const std::weak_ptr<DeviceBuffer>& w) { return w.expired(); }),
+              v.end());
+      prune_at_ = std::max<size_t>(1024, 2 * v.size());
+    }
+    for (const auto& o : outs) v.push_back(o);
+  }
+
+  Runtime& inner_;
+  int max_ops_ = 2000;
+  size_t prune_at_ = 1024;
+  std::unordered_map<int, std::vector<std::weak_ptr<DeviceBuffer>>> in_flight_;
+  std::unordered_map<int, std::shared_ptr<Trace>> pending_;
+  std::unordered_map<std::string, ExecutableRef> fused_;
+};
+
+ModeRuntime* g_modes = nullptr;
+
+}  // namespace
+
+EagerMode eager_mode() {
+  int m = g_mode.load();
+  if (m < 0) {
+    // Debug wins when both are set: it is asked for to find an error.
+    int from_env = env_flag("TPU_LAUNCH_BLOCKING") ? 1 : env_flag("TPU_DEFER_AND_FUSE") ? 2 : 0;
+    g_mode.compare_exchange_strong(m, from_env);
+    m = g_mode.load();
+  }
+  return static_cast<EagerMode>(m);
+}
+
+void set_eager_mode(EagerMode mode) {
+  EagerMode old = eager_mode();
+  if (old == EagerMode::kFused && mode != EagerMode::kFused && g_modes != nullptr) {
+    RuntimeLock lock;
+    g_modes->flush_all();
+  }
+  g_mode.store(static_cast<int>(mode));
+}
+
+void mark_step() {
+  if (g_modes == nullptr) return;
+  RuntimeLock lock;
+  g_modes->flush_all();
+}
+
+FusionStats fusion_stats() { return g_stats; }
+
+bool buffer_ready(const BufferRef& buf) {
+  if (!buf) return true;
+  if (auto* lazy = dynamic_cast<LazyBuffer*>(buf.get())) {
+    if (lazy->trace || !lazy->real) return false;
+    return xla_buffer_ready(*lazy->real);
+  }
+  return xla_buffer_ready(*buf);
+}
+
+std::unique_ptr<Runtime> make_mode_runtime(Runtime& inner) {
+  auto r = std::make_unique<ModeRuntime>(inner);
+  g_modes = r.get();
+  return r;
+}
+
+}  // namespace torch_tpu::runtime

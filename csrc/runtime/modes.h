@@ -1,0 +1,50 @@
+// Execution modes (docs/design.md, "Execution modes"): Strict Eager runs each
+// op as soon as it is dispatched (asynchronously, on XLA's queue); Debug
+// Eager also waits for its result; Fused Eager defers ops into a trace that
+// runs as one compiled program when a value is needed.
+//
+// The modes live in a decorator over the Runtime interface (fusing_runtime.cpp):
+// the op engine above it is the same in every mode.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "runtime/runtime.h"
+
+namespace torch_tpu::runtime {
+
+enum class EagerMode : int { kStrict = 0, kDebug = 1, kFused = 2 };
+
+// The current mode. Until set_eager_mode is called it comes from the
+// environment: TPU_LAUNCH_BLOCKING=1 -> debug, TPU_DEFER_AND_FUSE=1 -> fused.
+EagerMode eager_mode();
+// Leaving fused mode runs whatever is deferred first.
+void set_eager_mode(EagerMode mode);
+// Runs the deferred ops of every device (no-op outside fused mode).
+void mark_step();
+
+struct FusionStats {
+  int64_t flushes = 0;         // traces run
+  int64_t fused_ops = 0;       // ops that ran inside traces
+  int64_t compiles = 0;        // fused programs compiled
+  int64_t cache_hits = 0;      // traces that reused a compiled fused program
+  int64_t skipped = 0;         // traces with no live result (nothing to run)
+  int64_t pending_ops = 0;     // ops deferred now, all devices
+};
+FusionStats fusion_stats();
+
+// Whether the buffer's value has been computed (false while it is queued or
+// deferred). Never waits.
+bool buffer_ready(const BufferRef& buf);
+
+// Wraps the XLA runtime in the mode decorator; get() returns the result.
+std::unique_ptr<Runtime> make_mode_runtime(Runtime& inner);
+
+// Implemented by the XLA runtime for real (non-deferred) buffers.
+bool xla_buffer_ready(const DeviceBuffer& buf);
+// Blocks until the buffer is computed; raises c10::Error naming `what` if
+// the computation failed.
+void xla_buffer_wait(const DeviceBuffer& buf, const char* what);
+
+}  // namespace torch_tpu::runtime
