@@ -83,4 +83,8 @@ PYBIND11_MODULE(_C, m) {
     TORCH_CHECK(t.is_privateuseone(), "torch_tpu: _is_ready expects a tpu tensor, got one on ", t.device());
     return runtime::buffer_ready(device::storage_buffer(t.storage()).buffer);
   });
+  m.def("_test_invalidate_buffer", [](const at::Tensor& t) {
+    TORCH_CHECK(t.is_privateuseone(), "torch_tpu: expected a tpu tensor");
+    runtime::invalidate_buffer_for_test(device::storage_buffer(t.storage()).buffer);
+  });
 }

@@ -483,6 +483,12 @@ bool buffer_ready(const BufferRef& buf) {
   return xla_buffer_ready(*buf);
 }
 
+void invalidate_buffer_for_test(const BufferRef& buf) {
+  TORCH_CHECK(buf && g_modes != nullptr, "torch_tpu: no device buffer to invalidate");
+  RuntimeLock lock;
+  xla_buffer_delete(*g_modes->resolve(buf));
+}
+
 std::unique_ptr<Runtime> make_mode_runtime(Runtime& inner) {
   auto r = std::make_unique<ModeRuntime>(inner);
   g_modes = r.get();

@@ -38,6 +38,10 @@ FusionStats fusion_stats();
 // deferred). Never waits.
 bool buffer_ready(const BufferRef& buf);
 
+// Tests only: frees the device memory behind `buf` (running it first if it
+// is deferred), as a failed device would; programs reading it then fail.
+void invalidate_buffer_for_test(const BufferRef& buf);
+
 // Wraps the XLA runtime in the mode decorator; get() returns the result.
 std::unique_ptr<Runtime> make_mode_runtime(Runtime& inner);
 
@@ -46,5 +50,6 @@ bool xla_buffer_ready(const DeviceBuffer& buf);
 // Blocks until the buffer is computed; raises c10::Error naming `what` if
 // the computation failed.
 void xla_buffer_wait(const DeviceBuffer& buf, const char* what);
+void xla_buffer_delete(const DeviceBuffer& buf);
 
 }  // namespace torch_tpu::runtime

@@ -317,10 +317,17 @@ bool xla_buffer_ready(const DeviceBuffer& buf) {
   return static_cast<const JaxBuffer&>(buf).array().attr("is_ready")().cast<bool>();
 }
 
+void xla_buffer_delete(const DeviceBuffer& buf) {
+  py::gil_scoped_acquire gil;
+  static_cast<const JaxBuffer&>(buf).array().attr("delete")();
+}
+
 void xla_buffer_wait(const DeviceBuffer& buf, const char* what) {
   py::gil_scoped_acquire gil;
   try {
-    static_cast<const JaxBuffer&>(buf).array().attr("block_until_ready")();
+    py::handle array = static_cast<const JaxBuffer&>(buf).array();
+    if (array.attr("is_deleted")().cast<bool>()) return;  // nothing left to wait for
+    array.attr("block_until_ready")();
   } catch (py::error_already_set& e) {
     TORCH_CHECK(false, "torch_tpu: ", what, " failed on the device: ", e.what());
   }
