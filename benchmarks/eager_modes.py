@@ -84,7 +84,8 @@ def make_gpt(args):
 
 
 def run(mode, make, args):
-    """Returns (steps/s, final loss, programs compiled while timing)."""
+    """Returns (steps/s, final loss, programs compiled while timing, warm-up
+    seconds: the first steps, which compile every program)."""
     torch.manual_seed(0)
     model, x, y, loss_fn = make(args)
     model = model.to("tpu")
@@ -99,9 +100,11 @@ def run(mode, make, args):
         return loss
 
     with torch_tpu.eager_mode(mode):
+        start = time.perf_counter()
         for _ in range(args.warmup):  # compiles every program (and the fused one)
             step()
         torch.tpu.synchronize()
+        warm = time.perf_counter() - start
         compiles = torch_tpu._C._compile_count()
         start = time.perf_counter()
         for _ in range(args.steps):
@@ -110,7 +113,7 @@ def run(mode, make, args):
         elapsed = time.perf_counter() - start
         compiles = torch_tpu._C._compile_count() - compiles
         final = loss.item()
-    return args.steps / elapsed, final, compiles
+    return args.steps / elapsed, final, compiles, warm
 
 
 def cache_warmup_hook():
@@ -137,15 +140,17 @@ def main():
     p.add_argument("--models", default="mlp,gpt")
     p.add_argument("--no-cache-warmup", action="store_true")
     args = p.parse_args()
-    print(f"platform: {torch.tpu.platform()}  steps: {args.steps} (after {args.warmup} warm-up)")
+    print(f"platform: {torch.tpu.platform()}  steps: {args.steps} (after {args.warmup} warm-up steps)")
+    print("modes run in this order; per-op programs compiled by strict are reused, so fused warm-up is mostly its fused compile")
     makers = {"mlp": make_mlp, "gpt": make_gpt}
     for name in args.models.split(","):
         res = {m: run(m, makers[name], args) for m in ("strict", "fused", "debug")}
         label = name if name == "mlp" else f"gpt ({args.layers} layers)"
         print(f"\n{label}")
-        for m, (sps, loss, compiles) in res.items():
+        for m, (sps, loss, compiles, warm) in res.items():
             ratio = sps / res["strict"][0]
-            print(f"  {m:7s} {sps:8.2f} steps/s  {ratio:5.2f}x strict  final loss {loss:.6f}  compiles while timed: {compiles}")
+            print(f"  {m:7s} {sps:8.2f} steps/s  {ratio:5.2f}x strict  final loss {loss:.6f}  "
+                  f"compiles while timed: {compiles}  warm-up {warm:.2f} s")
         diff = abs(res["fused"][1] - res["strict"][1])
         print(f"  |fused - strict| final loss: {diff:.2e}")
     if not args.no_cache_warmup:

@@ -80,10 +80,13 @@ hlo::TensorType parse_type(const std::string& s) {
   TORCH_CHECK(false, "torch_tpu: unknown element type ", el);
 }
 
+// In fused mode a program is compiled by XLA only if it ever runs on its own
+// (a one-op trace, or later in another mode): inside traces only its text is
+// used.
 class OpProgram final : public Executable, public std::enable_shared_from_this<OpProgram> {
  public:
-  OpProgram(ExecutableRef inner, const std::string& text, std::string what, int device)
-      : inner_(std::move(inner)), what_(std::move(what)), device_(device) {
+  OpProgram(Runtime& rt, ExecutableRef inner, const std::string& text, std::string what, int device)
+      : rt_(rt), inner_(std::move(inner)), what_(std::move(what)), device_(device) {
     static std::atomic<int64_t> next_id{0};
     id_ = next_id++;
     // "  func.func public @main(ARGS) -> (RESULTS) {\n" ... "  }\n}\n"
@@ -101,9 +104,17 @@ class OpProgram final : public Executable, public std::enable_shared_from_this<O
     out_sig_ = split_types(text.substr(args_end + 6, res_end - args_end - 6));
     for (const auto& t : out_sig_) out_types_.push_back(parse_type(t));
     func_ = "  func.func private @f" + std::to_string(id_) + "(" + text.substr(h + head.size(), body_end + 2 - h - head.size());
+    if (!inner_) text_ = text;
   }
   int device() const override { return device_; }
-  const ExecutableRef& inner() const { return inner_; }
+  // The XLA executable, compiled now if it was deferred. Lock held.
+  const ExecutableRef& inner() const {
+    if (!inner_) {
+      inner_ = rt_.compile(text_, device_, what_);
+      text_.clear();
+    }
+    return inner_;
+  }
   const std::string& what() const { return what_; }
   int64_t id() const { return id_; }
   const std::vector<std::string>& in_sig() const { return in_sig_; }
@@ -113,7 +124,9 @@ class OpProgram final : public Executable, public std::enable_shared_from_this<O
   const std::string& func() const { return func_; }
 
  private:
-  ExecutableRef inner_;
+  Runtime& rt_;                   // the XLA runtime
+  mutable ExecutableRef inner_;   // null until first needed (fused mode)
+  mutable std::string text_;      // kept until then
   std::string what_;
   int device_;
   int64_t id_;
@@ -173,8 +186,12 @@ class ModeRuntime final : public Runtime {
   double compile_seconds() const override { return inner_.compile_seconds(); }
 
   ExecutableRef compile(const std::string& text, int device, const std::string& what) override {
-    auto exe = inner_.compile(text, device, what);
-    return std::make_shared<OpProgram>(std::move(exe), text, what, device);
+    // Fused mode defers the op's own compile: it may only ever run inside
+    // fused programs. (Its StableHLO was produced by the lowering, which has
+    // already checked the op.)
+    ExecutableRef exe;
+    if (eager_mode() != EagerMode::kFused) exe = inner_.compile(text, device, what);
+    return std::make_shared<OpProgram>(inner_, std::move(exe), text, what, device);
   }
 
   std::vector<BufferRef> execute(const Executable& exe_base, const std::vector<BufferRef>& args) override {
