@@ -20,6 +20,7 @@ build: $(EXT)
 
 bench: $(EXT)
 	$(PY) benchmarks/eager_overhead.py
+	$(PY) benchmarks/eager_modes.py
 
 # PyTorch's OpInfo suite on tpu vs CPU -> docs/opinfo.md (about an hour here).
 opinfo: $(EXT)
