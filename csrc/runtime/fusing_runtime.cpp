@@ -13,9 +13,13 @@
 // live), so repeated training steps reuse it.
 //
 // All state is touched with the runtime lock (the GIL) held.
+#include <pybind11/pybind11.h>
+
 #include <c10/util/Exception.h>
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -29,6 +33,7 @@
 #include "runtime/modes.h"
 
 namespace torch_tpu::runtime {
+namespace py = pybind11;
 namespace {
 
 std::atomic<int> g_mode{-1};  // -1: not read from the environment yet
@@ -107,11 +112,17 @@ class OpProgram final : public Executable, public std::enable_shared_from_this<O
     if (!inner_) text_ = text;
   }
   int device() const override { return device_; }
-  // The XLA executable, compiled now if it was deferred. Lock held.
-  const ExecutableRef& inner() const {
+  // The XLA executable, compiled now if it was deferred. Lock held; XLA
+  // releases it while compiling, so another thread may compile it too: the
+  // first result is kept, and callers hold their own reference.
+  ExecutableRef inner() const {
     if (!inner_) {
-      inner_ = rt_.compile(text_, device_, what_);
-      text_.clear();
+      std::string text = text_;
+      ExecutableRef exe = rt_.compile(text, device_, what_);
+      if (!inner_) {
+        inner_ = std::move(exe);
+        text_.clear();
+      }
     }
     return inner_;
   }
@@ -299,9 +310,16 @@ class ModeRuntime final : public Runtime {
     if (lazy == nullptr) return buf;
     if (lazy->trace) {
       auto it = pending_.find(lazy->device());
-      TORCH_CHECK(it != pending_.end() && it->second == lazy->trace,
-                  "torch_tpu: a deferred value's trace is no longer pending (was it flushed from another thread?)");
-      flush(lazy->device());
+      if (it != pending_.end() && it->second == lazy->trace) {
+        flush(lazy->device());
+      } else {
+        // Another thread is running its trace (XLA released the lock while
+        // compiling or running it): wait for that to finish.
+        while (lazy->trace) {
+          py::gil_scoped_release unlock;
+          std::this_thread::sleep_for(std::chrono::microseconds(200));
+        }
+      }
     }
     TORCH_CHECK(lazy->error.empty(), lazy->error);
     TORCH_CHECK(lazy->real, "torch_tpu: internal error: deferred value was not computed");
