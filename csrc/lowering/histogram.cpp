@@ -148,9 +148,11 @@ Value weight_of(LowerCtx& ctx, bool dd) {
   TORCH_CHECK(w.scalar_type() == self.scalar_type(), "torch.histogramdd: if weight tensor is provided, input tensor "
               "and weight tensor should have the same dtype, but got input(", self.scalar_type(), "), and weight(",
               w.scalar_type(), ")");
-  auto expect = self.sizes().vec();
+  // histogram flattens both input and weight; histogramdd drops the
+  // input's last dim (a 0-dim weight counts as [1]).
+  auto expect = dd ? self.sizes().vec() : std::vector<int64_t>{self.numel()};
   if (dd) expect.pop_back();
-  auto got = w.sizes().vec();
+  auto got = dd ? w.sizes().vec() : std::vector<int64_t>{w.numel()};
   if (got.empty()) got = {1};
   TORCH_CHECK(expect == got, "torch.histogramdd: if weight tensor is provided it should have the same shape as the "
               "input tensor excluding its innermost dimension, but got input with shape ", self.sizes(),

@@ -25,6 +25,9 @@ TPU_LOWERING(multinomial) {
   bool replacement = ctx.bool_arg("replacement");
   int64_t n = self.size(-1), rows = self.dim() == 2 ? self.size(0) : 1;
   TORCH_CHECK(k > 0, "cannot sample n_sample <= 0 samples");
+  TORCH_CHECK(n <= (int64_t{1} << 24), "number of categories cannot exceed 2^24");
+  TORCH_CHECK(!ctx.has("out") || ctx.tensor_arg("out").scalar_type() == at::kLong,
+              "multinomial expects Long tensor out, got: ", ctx.tensor_arg("out").scalar_type());
   TORCH_CHECK(replacement || k <= n, "cannot sample n_sample > prob_dist.size(-1) samples without replacement");
   Builder& b = ctx.b();
   ElementType ce = self.scalar_type() == at::kDouble ? ElementType::kF64 : ElementType::kF32;
