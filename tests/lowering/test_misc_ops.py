@@ -122,3 +122,23 @@ def test_multinomial_errors():
         torch.multinomial(T(torch.ones(3)), 4)
     with pytest.raises(RuntimeError):
         torch.multinomial(T(torch.ones(2, 2, 2)), 1)
+
+
+@pytest.mark.parametrize("values_shape", [(7, 3), (7,)])
+def test_jagged_padded_round_trip(values_shape):
+    aten = torch.ops.aten
+    values = make(values_shape, seed=3)
+    offsets = torch.tensor([0, 2, 2, 7])  # an empty item and one longer than max_length 4
+    check(lambda v, o: aten._jagged_to_padded_dense_forward(v, [o], [4], 0.5), values, offsets)
+    dense = aten._jagged_to_padded_dense_forward(values, [offsets], [6], -1.0)
+    check(lambda d, o: aten._padded_dense_to_jagged_forward(d, [o], 7), dense, offsets)
+    with pytest.raises(RuntimeError, match="total_L must be given"):
+        aten._padded_dense_to_jagged_forward(T(dense), [T(offsets)])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_transform_bias_rescale_qkv(dtype):
+    qkv, bias = make((2, 5, 24), dtype), make((24,), dtype, seed=1)
+    check(lambda x, b: torch._transform_bias_rescale_qkv(x, b, 2), qkv, bias)
+    with pytest.raises(RuntimeError, match="divisible by num_heads"):
+        torch._transform_bias_rescale_qkv(T(qkv), T(bias), 3)
