@@ -191,3 +191,146 @@ TPU_LOWERING(linalg_ldl_factor_ex) {
 }
 
 }  // namespace torch_tpu::lowering
+
+// linalg_ldl_solve(LD, pivots, B, *, hermitian): LAPACK ?sytrs (lower) on
+// the factorization above: apply the interchanges and solve L D Y = B
+// forward (1x1 and 2x2 blocks), then L^T X = Y backward, undoing the
+// interchanges. Two stablehlo.while loops with a column per batch item.
+namespace torch_tpu::lowering {
+namespace {
+
+struct LdlSolve {
+  Builder& b;
+  int64_t B, n, m;
+  ElementType e;
+  Value idx() const { return hlo::iota(b, kI64, {B, n}, 1); }
+  Value bc(Value v) const { return hlo::broadcast_in_dim(v, {B, n}, {0}); }
+  Value ints(double v) const { return hlo::full(b, kI64, {B}, v); }
+  // Row r[b] of X [B, n, m] as [B, m].
+  Value row(Value X, Value r) const {
+    Value mask = hlo::broadcast_in_dim(hlo::compare(idx(), bc(r), "EQ"), {B, n, m}, {0, 1});
+    return pick(X, mask, 1);
+  }
+  Value set_row(Value X, Value r, Value v, Value when) const {
+    Value mask = hlo::broadcast_in_dim(and_(hlo::compare(idx(), bc(r), "EQ"), bc(when)), {B, n, m}, {0, 1});
+    return hlo::select(mask, hlo::broadcast_in_dim(v, {B, n, m}, {0, 2}), X);
+  }
+  Value swap(Value X, Value r1, Value r2, Value when) const {
+    Value a = row(X, r1), c = row(X, r2);
+    return set_row(set_row(X, r1, c, when), r2, a, when);
+  }
+  // LD[b, :, c[b]] as [B, n].
+  Value column(Value LD, Value c) const {
+    Value mask = hlo::compare(hlo::iota(b, kI64, {B, n, n}, 2), hlo::broadcast_in_dim(c, {B, n, n}, {0}), "EQ");
+    return pick(LD, mask, 2);
+  }
+  Value at(Value v, Value i) const { return pick(v, hlo::compare(idx(), bc(i), "EQ"), 1); }
+  // X - outer(col masked to rows > after, X[r]).
+  Value eliminate(Value X, Value col, Value after, Value r, Value when) const {
+    Value c = hlo::select(and_(hlo::compare(idx(), bc(after), "GT"), bc(when)), col, hlo::zeros_like(col));
+    return hlo::sub(X, hlo::mul(hlo::broadcast_in_dim(c, {B, n, m}, {0, 1}), hlo::broadcast_in_dim(row(X, r), {B, n, m}, {0, 2})));
+  }
+  // sum over rows i > after of col[i] * X[i] as [B, m].
+  Value dot_below(Value X, Value col, Value after) const {
+    Value c = hlo::select(hlo::compare(idx(), bc(after), "GT"), col, hlo::zeros_like(col));
+    return hlo::reduce(hlo::mul(hlo::broadcast_in_dim(c, {B, n, m}, {0, 1}), X), {1}, hlo::ReduceKind::kSum);
+  }
+};
+
+}  // namespace
+
+TPU_LOWERING(linalg_ldl_solve) {
+  const at::Tensor& ld = ctx.tensor_arg("LD");
+  const at::Tensor& bt = ctx.tensor_arg("B");
+  TORCH_CHECK(ld.scalar_type() == at::kFloat || ld.scalar_type() == at::kDouble,
+              "torch.linalg.ldl_solve: on tpu only float32 and float64 are supported, got ", ld.scalar_type());
+  auto out = ctx.out_sizes();
+  TORCH_CHECK(out.has_value(), "torch.linalg.ldl_solve: no output shape");
+  Dims od = *out;
+  int64_t n = od[od.size() - 2], m = od.back();
+  Dims batch(od.begin(), od.end() - 2);
+  int64_t B = 1;
+  for (auto s : batch) B *= s;
+  Builder& b = ctx.b();
+  ElementType e = element_type(ld.scalar_type());
+  if (B == 0 || n == 0 || m == 0) return {hlo::full(b, e, od, 0)};
+  Dims ldd = batch, pd = batch;
+  ldd.push_back(n);
+  ldd.push_back(n);
+  pd.push_back(n);
+  Value LD = hlo::reshape(hlo::broadcast_to(ctx.tensor("LD"), ldd), {B, n, n});
+  Value P = hlo::reshape(hlo::broadcast_to(hlo::convert(ctx.tensor("pivots"), kI64), pd), {B, n});
+  Value X = hlo::reshape(hlo::broadcast_to(hlo::convert(ctx.tensor("B"), e), od), {B, n, m});
+  (void)bt;
+  // Forward: L D Y = P B.
+  auto fwd = hlo::while_loop(
+      {X, hlo::full(b, kI64, {B}, 0)},
+      [&](const std::vector<Value>& s) {
+        return hlo::reduce(hlo::compare(s[1], hlo::full(s[1].builder(), kI64, {B}, static_cast<double>(n)), "LT"), {0},
+                           hlo::ReduceKind::kOr);
+      },
+      [&](const std::vector<Value>& s) {
+        LdlSolve L{s[0].builder(), B, n, m, e};
+        Value X = s[0], k = s[1];
+        Value active = hlo::compare(k, L.ints(n), "LT");
+        Value kc = hlo::min(k, L.ints(n - 1));
+        Value k1 = hlo::min(hlo::add(kc, L.ints(1)), L.ints(n - 1));
+        Value p = L.at(P, kc);
+        Value one = and_(active, hlo::compare(p, L.ints(0), "GT"));
+        Value two = and_(active, not_(one));
+        Value kp = hlo::select(one, hlo::sub(p, L.ints(1)), hlo::sub(hlo::neg(p), L.ints(1)));
+        kp = hlo::clamp(hlo::constant_int(L.b, kI64, 0), kp, hlo::constant_int(L.b, kI64, n - 1));
+        Value c0 = L.column(LD, kc), c1 = L.column(LD, k1);
+        Value diag0 = L.at(c0, kc);
+        // 1x1 block.
+        Value X1 = L.swap(X, kc, kp, one);
+        X1 = L.eliminate(X1, c0, kc, kc, one);
+        Value inv = hlo::div(hlo::full(L.b, e, {B}, 1), diag0);
+        X1 = L.set_row(X1, kc, hlo::mul(L.row(X1, kc), hlo::broadcast_in_dim(inv, {B, m}, {0})), one);
+        // 2x2 block.
+        Value X2 = L.swap(X, k1, kp, two);
+        X2 = L.eliminate(X2, c0, k1, kc, two);
+        X2 = L.eliminate(X2, c1, k1, k1, two);
+        Value akm1k = L.at(c0, k1);
+        Value akm1 = hlo::div(diag0, akm1k), ak = hlo::div(L.at(c1, k1), akm1k);
+        Value denom = hlo::sub(hlo::mul(akm1, ak), hlo::full(L.b, e, {B}, 1));
+        auto bm = [&](Value v) { return hlo::broadcast_in_dim(v, {B, m}, {0}); };
+        Value bkm1 = hlo::div(L.row(X2, kc), bm(akm1k)), bk = hlo::div(L.row(X2, k1), bm(akm1k));
+        Value y0 = hlo::div(hlo::sub(hlo::mul(bm(ak), bkm1), bk), bm(denom));
+        Value y1 = hlo::div(hlo::sub(hlo::mul(bm(akm1), bk), bkm1), bm(denom));
+        X2 = L.set_row(L.set_row(X2, kc, y0, two), k1, y1, two);
+        Value Xn = hlo::select(hlo::broadcast_in_dim(one, {B, n, m}, {0}), X1,
+                               hlo::select(hlo::broadcast_in_dim(two, {B, n, m}, {0}), X2, X));
+        Value step = hlo::select(one, L.ints(1), L.ints(2));
+        return std::vector<Value>{Xn, hlo::select(active, hlo::add(k, step), k)};
+      });
+  // Backward: L^T X = Y, then the interchanges in reverse.
+  auto bwd = hlo::while_loop(
+      {fwd[0], hlo::full(b, kI64, {B}, static_cast<double>(n - 1))},
+      [&](const std::vector<Value>& s) {
+        return hlo::reduce(hlo::compare(s[1], hlo::full(s[1].builder(), kI64, {B}, 0), "GE"), {0}, hlo::ReduceKind::kOr);
+      },
+      [&](const std::vector<Value>& s) {
+        LdlSolve L{s[0].builder(), B, n, m, e};
+        Value X = s[0], k = s[1];
+        Value active = hlo::compare(k, L.ints(0), "GE");
+        Value kc = hlo::max(k, L.ints(0));
+        Value km1 = hlo::max(hlo::sub(kc, L.ints(1)), L.ints(0));
+        Value p = L.at(P, kc);
+        Value one = and_(active, hlo::compare(p, L.ints(0), "GT"));
+        Value two = and_(active, not_(one));
+        Value kp = hlo::select(one, hlo::sub(p, L.ints(1)), hlo::sub(hlo::neg(p), L.ints(1)));
+        kp = hlo::clamp(hlo::constant_int(L.b, kI64, 0), kp, hlo::constant_int(L.b, kI64, n - 1));
+        Value c0 = L.column(LD, kc), cm = L.column(LD, km1);
+        Value rk = hlo::sub(L.row(X, kc), L.dot_below(X, c0, kc));
+        Value rkm1 = hlo::sub(L.row(X, km1), L.dot_below(X, cm, kc));
+        Value Xn = L.set_row(X, kc, rk, active);
+        Xn = L.set_row(Xn, km1, rkm1, two);
+        Xn = L.swap(Xn, kc, kp, active);
+        Value step = hlo::select(one, L.ints(1), L.ints(2));
+        return std::vector<Value>{Xn, hlo::select(active, hlo::sub(k, step), k)};
+      });
+  return {hlo::reshape(bwd[0], od)};
+}
+
+}  // namespace torch_tpu::lowering
