@@ -47,7 +47,7 @@ ENTRIES = [
     # linear algebra
     "matmul", "mm", "bmm", "addmm", "baddbmm", "einsum", "linalg.solve", "linalg.inv",
     "linalg.det", "linalg.cholesky", "linalg.qr", "linalg.eigh", "linalg.svd",
-    "triangular_solve",
+    "triangular_solve", "linalg.ldl_factor_ex", "linalg.ldl_solve",
     # fft and complex
     "fft.fft", "fft.rfft", "fft.irfft", "fft.fft2", "view_as_real",
     # factories and random
