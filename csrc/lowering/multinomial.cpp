@@ -5,6 +5,9 @@
 //     never drawn);
 //   without: PyTorch's own method: the top num_samples of w / E with
 //     E ~ Exponential(1) (exponential races), so draws are distinct.
+// The search compares every draw with every running sum ([rows, samples,
+// categories] booleans): fine for sampling-sized problems, not for millions
+// of draws over millions of categories.
 // Draws come from ctx.rng_key(), so they are not CPU's numbers; the
 // distribution is. Checks that read the data (negative, inf or NaN weights,
 // all-zero rows) are not made: they would need a sync.
