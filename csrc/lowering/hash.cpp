@@ -2,6 +2,8 @@
 // `dim` (all dims when empty). Mode 0, the only one PyTorch has, is CPU's:
 // each element widened to 64 bits (floats to double, integers sign-extended
 // to int64, bool to 0/1), its bits taken as uint64 and XOR-reduced.
+#include <algorithm>
+
 #include "lowering/registry.h"
 
 namespace torch_tpu::lowering {
