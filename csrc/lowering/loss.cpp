@@ -8,15 +8,12 @@
 
 #include <cmath>
 
+#include "lowering/compute_util.h"
 #include "lowering/registry.h"
 
 namespace torch_tpu::lowering {
 
 namespace {
-
-ElementType acc_type(ElementType e) {
-  return (e == ElementType::kBF16 || e == ElementType::kF16) ? ElementType::kF32 : e;
-}
 
 Dims range_dims(int64_t lo, int64_t hi) {
   Dims d;

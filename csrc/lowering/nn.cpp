@@ -7,26 +7,13 @@
 
 #include <numeric>
 
+#include "lowering/compute_util.h"
 #include "lowering/random_util.h"
 #include "lowering/registry.h"
 
 namespace torch_tpu::lowering {
 
 namespace {
-
-ElementType acc_type(ElementType e) {
-  return (e == ElementType::kBF16 || e == ElementType::kF16) ? ElementType::kF32 : e;
-}
-
-Dims all_but(int64_t rank, const Dims& skip) {
-  Dims out;
-  for (int64_t i = 0; i < rank; ++i) {
-    bool s = false;
-    for (auto d : skip) s |= d == i;
-    if (!s) out.push_back(i);
-  }
-  return out;
-}
 
 Dims range_dims(int64_t lo, int64_t hi) {
   Dims d;
