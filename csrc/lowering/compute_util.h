@@ -2,7 +2,9 @@
 // embedding, fold, indexing).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <limits>
 
 #include "lowering/registry.h"
 
@@ -24,6 +26,20 @@ inline Dims all_but(int64_t rank, const Dims& skip) {
     if (!s) out.push_back(i);
   }
   return out;
+}
+
+// The number of elements of dims[lo, hi).
+inline int64_t numel_of(const Dims& d, size_t lo = 0, size_t hi = std::numeric_limits<size_t>::max()) {
+  int64_t n = 1;
+  for (size_t i = lo; i < d.size() && i < hi; ++i) n *= d[i];
+  return n;
+}
+
+// lo, lo+1, ..., hi-1.
+inline Dims range_dims(int64_t lo, int64_t hi) {
+  Dims d;
+  for (int64_t i = lo; i < hi; ++i) d.push_back(i);
+  return d;
 }
 
 }  // namespace torch_tpu::lowering

@@ -15,18 +15,6 @@ namespace torch_tpu::lowering {
 
 namespace {
 
-Dims range_dims(int64_t lo, int64_t hi) {
-  Dims d;
-  for (int64_t i = lo; i < hi; ++i) d.push_back(i);
-  return d;
-}
-
-int64_t prod(const Dims& d) {
-  int64_t n = 1;
-  for (auto v : d) n *= v;
-  return n;
-}
-
 Dims broadcast_shape(const Dims& a, const Dims& b) {
   size_t r = std::max(a.size(), b.size());
   Dims out(r, 1);
@@ -42,7 +30,7 @@ Dims broadcast_shape(const Dims& a, const Dims& b) {
 Value reduce_loss(Builder& b, Value v, int64_t reduction) {
   if (reduction == 0) return v;
   Value s = hlo::reduce(v, range_dims(0, v.rank()), hlo::ReduceKind::kSum);
-  if (reduction == 1) s = hlo::div(s, hlo::constant(b, v.element(), static_cast<double>(prod(v.dims()))));
+  if (reduction == 1) s = hlo::div(s, hlo::constant(b, v.element(), static_cast<double>(numel_of(v.dims()))));
   return s;
 }
 
@@ -85,7 +73,7 @@ BackPair back_pair(LowerCtx& ctx) {
   p.t = hlo::broadcast_to(t, p.dims);
   int64_t reduction = ctx.int_arg("reduction");
   if (reduction == 1) {
-    double n = static_cast<double>(prod(in.dims()));
+    double n = static_cast<double>(numel_of(in.dims()));
     g = hlo::div(g, hlo::full_like(g, n));
   }
   p.g = reduction == 0 ? hlo::broadcast_to(g, p.dims) : hlo::broadcast_in_dim(hlo::reshape(g, {}), p.dims, {});
@@ -228,23 +216,31 @@ TPU_LOWERING(soft_margin_loss_backward) {
 
 namespace {
 
+// The margin losses see their input as [N, C] rows (a 1-D input is one row,
+// a 0-d one a single class) and accumulate in acc_type.
+struct LossRows {
+  ElementType ce;
+  int64_t n = 1, c = 1;
+  bool one_d = false;
+  void set_rows(const Value& in) {
+    ce = acc_type(in.element());
+    one_d = in.rank() <= 1;
+    c = in.rank() == 0 ? 1 : in.dims().back();
+    n = in.rank() <= 1 ? 1 : in.dim(0);
+  }
+};
+
 // Per-sample hinge terms of multi_margin_loss for a [N, C] input:
 // z[i, d] = margin - x[i, y_i] + x[i, d] (0 on d == y_i), the class weight
 // of y_i, and the one-hot of y_i.
-struct MultiMargin {
+struct MultiMargin : LossRows {
   Value x, z, pos, onehot, wy, is_p1;
-  ElementType ce;
-  int64_t n, c;
-  bool one_d;
 };
 
 MultiMargin multi_margin(LowerCtx& ctx) {
   MultiMargin m;
   Value in = ctx.tensor("self");
-  m.ce = acc_type(in.element());
-  m.one_d = in.rank() <= 1;
-  m.c = in.rank() == 0 ? 1 : in.dims().back();
-  m.n = in.rank() <= 1 ? 1 : in.dim(0);
+  m.set_rows(in);
   Builder& b = ctx.b();
   Dims nc{m.n, m.c};
   m.x = hlo::reshape(hlo::convert(in, m.ce), nc);
@@ -308,20 +304,14 @@ namespace {
 // Targets are class indices terminated by the first -1. For input [N, C]:
 // valid[i, j] (target slot j counts), tmatch[i, j, c] (slot j names class
 // c), is_target[i, c], hinge positivity pos[i, j, k].
-struct MultiLabel {
+struct MultiLabel : LossRows {
   Value x, valid, tmatch, is_target, pos;
-  ElementType ce;
-  int64_t n, c;
-  bool one_d;
 };
 
 MultiLabel multilabel(LowerCtx& ctx) {
   MultiLabel m;
   Value in = ctx.tensor("self");
-  m.ce = acc_type(in.element());
-  m.one_d = in.rank() <= 1;
-  m.c = in.rank() == 0 ? 1 : in.dims().back();
-  m.n = in.rank() <= 1 ? 1 : in.dim(0);
+  m.set_rows(in);
   Builder& b = ctx.b();
   int64_t n = m.n, c = m.c;
   Dims nc{n, c}, ncc{n, c, c};
