@@ -218,3 +218,13 @@ def test_key_changes_with_text_and_field_boundaries():
     assert torch_tpu._C._compile_cache_key(TEXT + " ", inputs) != key
     # Moving bytes between a name and a value gives a different key.
     assert torch_tpu._C._compile_cache_key(TEXT, {"ab": "c", "format": "1"}) != key
+
+
+def test_unwritable_dir_warns_and_still_runs(tmp_path):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    r, stderr = _run(SCRIPT, _env(blocker / "cache"))  # a directory cannot be made under a file
+    s = r["stats"]
+    assert s["enabled"] and s["stores"] == 0 and s["store_errors"] == s["misses"] > 0
+    assert s["compiles"] == s["misses"] and r["diff"] < 1e-4
+    assert stderr.count("could not write to the compilation cache") == 1
