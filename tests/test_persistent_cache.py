@@ -228,3 +228,37 @@ def test_unwritable_dir_warns_and_still_runs(tmp_path):
     assert s["enabled"] and s["stores"] == 0 and s["store_errors"] == s["misses"] > 0
     assert s["compiles"] == s["misses"] and r["diff"] < 1e-4
     assert stderr.count("could not write to the compilation cache") == 1
+
+
+def test_size_cap_evicts_least_recently_used(populated, tmp_path):
+    src, cold = populated
+    cache_dir = tmp_path / "cache"
+    cache_dir.mkdir()
+    for p in _entries(src):
+        (cache_dir / p.name).write_bytes(p.read_bytes())
+    total = sum(p.stat().st_size for p in _entries(cache_dir))
+    # An old, unused entry: the first to go.
+    stale = cache_dir / ("0" * 64 + ".xla")
+    stale.write_bytes(b"x" * 10000)
+    os.utime(stale, (946684800, 946684800))
+    # Other XLA flags: every program misses and is stored next to the old
+    # ones, so the directory would hold about twice `total`.
+    cap = total + total // 2
+    r, _ = _run(SCRIPT, _env(cache_dir, XLA_FLAGS="--xla_cpu_enable_fast_math=false",
+                             TORCH_TPU_CACHE_MAX_BYTES=str(cap)))
+    s = r["stats"]
+    assert s["max_bytes"] == cap and s["stores"] == cold["stats"]["stores"]
+    assert s["evicted"] > 0 and not stale.exists()
+    on_disk = sum(p.stat().st_size for p in _entries(cache_dir))
+    assert on_disk == s["bytes"] <= cap
+    # What was just written survives: the same run again loads everything.
+    again, _ = _run(SCRIPT, _env(cache_dir, XLA_FLAGS="--xla_cpu_enable_fast_math=false",
+                                 TORCH_TPU_CACHE_MAX_BYTES=str(cap)))
+    assert again["stats"]["compiles"] == 0 and again["losses"] == cold["losses"]
+
+
+def test_bad_size_cap_is_a_clear_error(tmp_path):
+    env = _env(tmp_path, TORCH_TPU_CACHE_MAX_BYTES="lots")
+    r = subprocess.run([sys.executable, "-c", "import torch; torch.ones(2, device='tpu') + 1"],
+                       capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode != 0 and "TORCH_TPU_CACHE_MAX_BYTES" in r.stderr

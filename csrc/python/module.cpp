@@ -70,6 +70,8 @@ PYBIND11_MODULE(_C, m) {
     d["corrupt"] = s.corrupt;
     d["stores"] = s.stores;
     d["store_errors"] = s.store_errors;
+    d["evicted"] = s.evicted;
+    d["max_bytes"] = disk.max_bytes();
     d["load_seconds"] = s.load_seconds;
     d["entries"] = s.entries;
     d["bytes"] = s.bytes;

@@ -9,6 +9,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -131,6 +132,14 @@ DiskCache::DiskCache() {
     dir_ = base + "/torch_tpu/xla";
   }
   enabled_ = !dir_.empty();
+  max_bytes_ = int64_t{4} << 30;
+  if (const char* m = std::getenv("TORCH_TPU_CACHE_MAX_BYTES")) {
+    char* end = nullptr;
+    long long v = std::strtoll(m, &end, 10);
+    TORCH_CHECK(end != m && *end == '\0' && v >= 0, "torch_tpu: TORCH_TPU_CACHE_MAX_BYTES must be a number of bytes ",
+                "(0 for no limit), got '", m, "'");
+    max_bytes_ = v;
+  }
 }
 
 std::string DiskCache::path_for(const std::string& key) const { return dir_ + "/" + key + kSuffix; }
@@ -143,7 +152,13 @@ std::optional<std::string> DiskCache::load(const std::string& key) {
   std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (in.bad()) return std::nullopt;
   auto payload = parse_entry(data, key);
-  if (!payload) discard(key);
+  if (!payload) {
+    discard(key);
+    return payload;
+  }
+  // Recently used entries survive eviction.
+  std::error_code ec;
+  fs::last_write_time(path, fs::file_time_type::clock::now(), ec);
   return payload;
 }
 
@@ -183,6 +198,46 @@ void DiskCache::store(const std::string& key, const std::string& executable) {
     return;
   }
   ++stats_.stores;
+  if (max_bytes_ > 0) {
+    // Count the directory once per process, then add what we write; other
+    // processes' writes are seen at the next recount (after an eviction).
+    if (approx_bytes_ < 0) {
+      approx_bytes_ = stats().bytes;
+    } else {
+      approx_bytes_ += static_cast<int64_t>(fs::file_size(path_for(key), ec));
+    }
+    if (approx_bytes_ > max_bytes_) evict(key);
+  }
+}
+
+void DiskCache::evict(const std::string& keep) {
+  struct Entry {
+    fs::file_time_type used;
+    int64_t bytes;
+    fs::path path;
+  };
+  std::vector<Entry> entries;
+  int64_t total = 0;
+  std::error_code ec;
+  std::string keep_name = keep + kSuffix;
+  for (fs::directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec)) {
+    if (!is_entry(*it)) continue;
+    std::error_code e1, e2;
+    auto bytes = static_cast<int64_t>(it->file_size(e1));
+    auto used = it->last_write_time(e2);
+    if (e1 || e2) continue;
+    total += bytes;
+    if (it->path().filename() != keep_name) entries.push_back({used, bytes, it->path()});
+  }
+  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.used < b.used; });
+  int64_t target = max_bytes_ / 10 * 9;
+  for (const auto& e : entries) {
+    if (total <= target) break;
+    std::error_code rm_ec;
+    if (fs::remove(e.path, rm_ec)) ++stats_.evicted;
+    if (!rm_ec) total -= e.bytes;  // gone, by us or by another process
+  }
+  approx_bytes_ = total;
 }
 
 Stats DiskCache::stats() const {

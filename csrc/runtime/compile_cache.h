@@ -5,7 +5,9 @@
 //
 // Directory: TORCH_TPU_CACHE_DIR, default $XDG_CACHE_HOME/torch_tpu/xla or
 // ~/.cache/torch_tpu/xla. Disabled by TORCH_TPU_CACHE_DIR="" or
-// TORCH_TPU_PERSISTENT_CACHE=0. One file per program, <key>.xla.
+// TORCH_TPU_PERSISTENT_CACHE=0. One file per program, <key>.xla. Size cap:
+// TORCH_TPU_CACHE_MAX_BYTES (default 4 GiB, 0 = none); past it the least
+// recently used entries go (a hit refreshes its file's modification time).
 #pragma once
 
 #include <cstdint>
@@ -45,6 +47,7 @@ struct Stats {
   int64_t corrupt = 0;     // entries found damaged (removed, then rebuilt)
   int64_t stores = 0;      // entries written
   int64_t store_errors = 0;
+  int64_t evicted = 0;     // entries removed to stay under the size cap
   double load_seconds = 0;  // reading + deserialising hits
   int64_t entries = 0;     // files on disk now
   int64_t bytes = 0;
@@ -56,6 +59,7 @@ class DiskCache {
   static DiskCache& instance();
 
   bool enabled() const { return enabled_; }
+  int64_t max_bytes() const { return max_bytes_; }
   const std::string& dir() const { return dir_; }
 
   // The serialised executable stored under `key`, or nullopt. An entry that
@@ -76,11 +80,16 @@ class DiskCache {
  private:
   DiskCache();
   std::string path_for(const std::string& key) const;
+  // Removes the least recently used entries, except `keep`, until the
+  // directory holds at most 90% of the cap (so not every store evicts).
+  void evict(const std::string& keep);
 
   bool enabled_ = false;
   std::string dir_;
   Stats stats_;
   int64_t tmp_counter_ = 0;
+  int64_t max_bytes_ = 0;
+  int64_t approx_bytes_ = -1;  // bytes on disk as far as we know; -1: not counted yet
 };
 
 }  // namespace torch_tpu::runtime::cache
