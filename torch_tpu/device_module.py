@@ -271,8 +271,9 @@ def compile_cache_stats() -> dict[str, Any]:
 
     Persistent (disk) cache, TORCH_TPU_CACHE_DIR: `hits` (programs loaded
     instead of compiled), `misses`, `corrupt` (damaged entries removed and
-    rebuilt), `stores`, `store_errors`, `load_seconds`, and `entries` /
-    `bytes` on disk now, `dir`, `enabled`. In-memory program cache:
+    rebuilt), `stores`, `store_errors`, `evicted` (past the size cap
+    `max_bytes`), `load_seconds`, and `entries` / `bytes` on disk now, `dir`,
+    `enabled`. In-memory program cache:
     `program_hits`, `program_misses`, `programs`. XLA: `compiles` and
     `compile_seconds` (time spent compiling, not loading)."""
     stats = dict(_C._compile_cache_stats())
