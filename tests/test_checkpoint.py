@@ -238,13 +238,20 @@ def test_safetensors_roundtrip(tmp_path):
     # the file of tpu tensors is byte-for-byte the file of their CPU copies
     assert (tmp_path / "tpu.safetensors").read_bytes() == (tmp_path / "cpu.safetensors").read_bytes()
     on_cpu = st.load_file(tmp_path / "tpu.safetensors")
-    # safetensors' own device parser knows only fixed names, not "tpu"; a
-    # device index means the current accelerator, which is tpu
-    on_tpu = st.load_file(tmp_path / "tpu.safetensors", device=torch.tpu.current_device())
     for k, v in host.items():
         same(on_cpu[k], v)
-        assert on_tpu[k].device.type == "tpu"
-        same(on_tpu[k], v)
+    # safetensors parses device names itself; torch_tpu's wrapper of
+    # safe_open (torch_tpu/safetensors_compat.py) makes it take tpu ones
+    for device in ("tpu", "tpu:0", torch.device("tpu"), torch.tpu.current_device()):
+        on_tpu = st.load_file(tmp_path / "tpu.safetensors", device=device)
+        for k, v in host.items():
+            assert on_tpu[k].device.type == "tpu", device
+            same(on_tpu[k], v)
+    from safetensors import safe_open
+    with safe_open(tmp_path / "tpu.safetensors", framework="pt", device="tpu") as f:
+        assert sorted(f.keys()) == sorted(host)
+        same(f.get_tensor("w"), host["w"])
+        assert f.get_tensor("w").device.type == "tpu"
     # a model's weights through safetensors
     model = small_model().to("tpu")
     st.save_model(model, tmp_path / "model.safetensors")
@@ -253,9 +260,30 @@ def test_safetensors_roundtrip(tmp_path):
         for p in fresh.parameters():
             p.zero_()
     fresh = fresh.to("tpu")
-    st.load_model(fresh, tmp_path / "model.safetensors", device=torch.tpu.current_device())
+    st.load_model(fresh, tmp_path / "model.safetensors", device="tpu")
     for (k, a), (_, b) in zip(model.state_dict().items(), fresh.state_dict().items()):
         assert torch.equal(a.cpu(), b.cpu()), k
+
+
+SAFETENSORS_FIRST = """
+import safetensors.torch as st
+import torch
+import torch_tpu
+st.save_file({"a": torch.arange(6.0).to("tpu")}, PATH)
+a = st.load_file(PATH, device="tpu")["a"]
+assert a.device.type == "tpu" and a.cpu().tolist() == [0, 1, 2, 3, 4, 5], a
+print("ok")
+"""
+
+
+def test_safetensors_imported_before_torch_tpu(tmp_path):
+    """safetensors.torch imported first, torch_tpu later (no autoload):
+    device="tpu" still works."""
+    pytest.importorskip("safetensors.torch")
+    env = dict(os.environ, PYTHONPATH=ROOT, TORCH_DEVICE_BACKEND_AUTOLOAD="0")
+    code = SAFETENSORS_FIRST.replace("PATH", repr(str(tmp_path / "a.safetensors")))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0 and "ok" in proc.stdout, proc.stdout + proc.stderr
 
 
 def run_example(*args, tmp_path):
