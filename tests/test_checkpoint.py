@@ -98,6 +98,49 @@ def test_storage_roundtrips():
     assert torch.equal(torch.empty(0, device="tpu").set_(back).view(4, 4).cpu(), t.cpu())
 
 
+def test_legacy_format_pickle_and_map_location_callable(tmp_path):
+    """The raw-pointer paths: the pre-zipfile format and plain pickle wrap a
+    tpu storage's address in a non-owning storage (at::from_blob)."""
+    import pickle
+
+    host = make((4, 5), seed=12)
+    t = host.to("tpu")
+    for loc in (None, "cpu", "tpu"):
+        buf = io.BytesIO()
+        torch.save({"t": t, "v": t[1:, 2:]}, buf, _use_new_zipfile_serialization=False)
+        buf.seek(0)
+        back = torch.load(buf, map_location=loc, weights_only=False)
+        assert back["t"].device.type == ("cpu" if loc == "cpu" else "tpu")
+        same(back["t"], host)
+        same(back["v"], host[1:, 2:])
+    p = pickle.loads(pickle.dumps(t))
+    assert p.device.type == "tpu"
+    same(p, host)
+    # map_location as a function, the CUDA idiom `lambda s, loc: s.cuda()`
+    torch.save({"t": host}, tmp_path / "c.pt")
+    back = torch.load(tmp_path / "c.pt", map_location=lambda storage, loc: storage.tpu())["t"]
+    assert back.device.type == "tpu"
+    same(back, host)
+    back = torch.load(tmp_path / "c.pt", map_location="tpu", mmap=True)["t"]
+    assert back.device.type == "tpu"
+    same(back, host)
+
+
+def test_meta_init_then_load():
+    """Large-model loading: build on meta, then to_empty(device="tpu") and
+    load_state_dict, or load_state_dict(assign=True) with tpu tensors."""
+    src = nn.Linear(6, 3)
+    with torch.device("meta"):
+        a, b = nn.Linear(6, 3), nn.Linear(6, 3)
+    a.to_empty(device="tpu")
+    a.load_state_dict(src.state_dict())
+    b.load_state_dict({k: v.to("tpu") for k, v in src.state_dict().items()}, assign=True)
+    x = make((2, 6), seed=13)
+    for m in (a, b):
+        assert m.weight.device.type == "tpu" and isinstance(m.weight, nn.Parameter)
+        assert_close(m(x.to("tpu")), src(x), atol=1e-6, rtol=1e-6)
+
+
 def small_model():
     torch.manual_seed(0)
     return nn.Sequential(nn.Conv2d(3, 4, 3, bias=False), nn.BatchNorm2d(4), nn.ReLU(), nn.Flatten(), nn.Linear(4 * 6 * 6, 5))
