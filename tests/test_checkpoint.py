@@ -329,6 +329,60 @@ def test_safetensors_imported_before_torch_tpu(tmp_path):
     assert proc.returncode == 0 and "ok" in proc.stdout, proc.stdout + proc.stderr
 
 
+TWO_DEVICES = """
+import copy, io, pickle
+import torch
+h = torch.arange(12.0).reshape(3, 4)
+t = h.to("tpu:1")
+buf = io.BytesIO()
+torch.save({"t": t, "z": torch.ones(2, device="tpu:0")}, buf)
+for loc, want_t, want_z in [(None, "tpu:1", "tpu:0"), ("cpu", "cpu", "cpu"), ("tpu:0", "tpu:0", "tpu:0"),
+                            ({"tpu:1": "tpu:0"}, "tpu:0", "tpu:0")]:
+    buf.seek(0)
+    r = torch.load(buf, map_location=loc)
+    assert str(r["t"].device) == want_t and str(r["z"].device) == want_z, (loc, r["t"].device, r["z"].device)
+    assert str(r["t"].untyped_storage().device) == want_t
+    assert torch.equal(r["t"].cpu(), h) and torch.equal(r["z"].cpu(), torch.ones(2))
+for dup in (copy.deepcopy(t), pickle.loads(pickle.dumps(t))):
+    assert str(dup.device) == "tpu:1" and torch.equal(dup.cpu(), h)
+print("ok")
+"""
+
+
+def test_checkpoint_on_second_device():
+    """Two virtual devices: storages keep their tpu:N location through save,
+    load, map_location remapping, deepcopy and pickle."""
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), TORCH_TPU_NUM_DEVICES="2")
+    proc = subprocess.run([sys.executable, "-c", "import torch_tpu\n" + TWO_DEVICES], capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert proc.returncode == 0 and "ok" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_grad_scaler_state_checkpoint():
+    """GradScaler("tpu") state survives a checkpoint and behaves like CPU's
+    after an overflow step (scale halved, growth tracker reset)."""
+    results = {}
+    for device in ("cpu", "tpu"):
+        torch.manual_seed(0)
+        model = nn.Linear(4, 2).to(device)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        scaler = torch.amp.GradScaler(device, init_scale=2.0 ** 8, growth_interval=2)
+        for i, bad in enumerate([False, False, True, False]):
+            x = torch.full((3, 4), float("inf") if bad else 1.0 + i, device=device)
+            opt.zero_grad()
+            scaler.scale(model(x).sum()).backward()
+            scaler.step(opt)
+            scaler.update()
+        state = roundtrip(scaler.state_dict())
+        fresh = torch.amp.GradScaler(device)
+        fresh.load_state_dict(state)
+        results[device] = (state, fresh.get_scale(), [p.detach().cpu() for p in model.parameters()])
+    assert results["tpu"][0] == results["cpu"][0]
+    assert results["tpu"][1] == results["cpu"][1] == 2.0 ** 8
+    for a, b in zip(results["tpu"][2], results["cpu"][2]):
+        assert_close(a, b, atol=1e-5, rtol=1e-5)
+
+
 def run_example(*args, tmp_path):
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     proc = subprocess.run([sys.executable, EXAMPLE, *args, "--ckpt-dir", str(tmp_path / "ckpt"), "--log-every", "5"],
