@@ -98,6 +98,29 @@ def test_storage_roundtrips():
     assert torch.equal(torch.empty(0, device="tpu").set_(back).view(4, 4).cpu(), t.cpu())
 
 
+def test_untyped_storage_resize_like_cpu():
+    """UntypedStorage.resize_ keeps the leading bytes, as on CPU; resize_(0)
+    releases the device memory (FSDP frees parameters this way)."""
+    before = torch.tpu.memory_allocated()
+    results = {}
+    for device in ("cpu", "tpu"):
+        s = torch.arange(8.0, device=device).untyped_storage()
+        s.resize_(16)
+        shrunk = torch.empty(0, device=device).set_(s).cpu().clone()
+        s.resize_(32)
+        grown = torch.empty(0, device=device).set_(s)[:4].cpu().clone()
+        assert s.nbytes() == 32
+        s.resize_(0)
+        assert s.nbytes() == 0
+        results[device] = (shrunk, grown)
+        del s
+    assert torch.equal(results["tpu"][0], results["cpu"][0]) and results["cpu"][0].tolist() == [0, 1, 2, 3]
+    assert torch.equal(results["tpu"][1], results["cpu"][1])
+    assert torch.tpu.memory_allocated() == before
+    with pytest.raises(RuntimeError, match="not a multiple of 4"):
+        torch.ones(3, device="tpu").untyped_storage().resize_(5)
+
+
 def test_legacy_format_pickle_and_map_location_callable(tmp_path):
     """The raw-pointer paths: the pre-zipfile format and plain pickle wrap a
     tpu storage's address in a non-owning storage (at::from_blob)."""
