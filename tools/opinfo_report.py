@@ -269,6 +269,14 @@ def main():
         names = [n for n in names if n in wanted or n.split(".")[0] in wanted
                  or any(n.startswith(w + ".") for w in wanted)]
     dtypes = args.dtypes.split(",")
+    # Workers compile into a fresh on-disk cache (shared by the workers, removed
+    # at exit) so the report's compile counts and times are real compiles, not
+    # loads from an earlier run. An explicit TORCH_TPU_CACHE_DIR is respected.
+    if "TORCH_TPU_CACHE_DIR" not in os.environ:
+        import atexit, shutil, tempfile
+        fresh = tempfile.mkdtemp(prefix="opinfo-xla-cache-")
+        os.environ["TORCH_TPU_CACHE_DIR"] = fresh
+        atexit.register(shutil.rmtree, fresh, True)
     out = args.out or (None if args.ops else os.path.join(ROOT, "docs", "opinfo.md"))
     t0 = time.time()
     done = [0]

@@ -19,6 +19,7 @@
 #include <torch/library.h>
 
 #include "exec/op_runner.h"
+#include "lowering/compute_util.h"
 #include "lowering/registry.h"
 
 namespace torch_tpu::aten_conv {
@@ -32,10 +33,6 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
 
 namespace torch_tpu::lowering {
 namespace {
-
-ElementType acc_type(ElementType e) {
-  return e == ElementType::kBF16 || e == ElementType::kF16 ? ElementType::kF32 : e;
-}
 
 // One stablehlo.convolution. The two special dims of every operand are dims
 // 0 and 1 (spatial dims follow in order); `*_swapped` says which is which:

@@ -18,16 +18,13 @@
 #include <limits>
 #include <optional>
 
+#include "lowering/compute_util.h"
 #include "lowering/registry.h"
 
 namespace torch_tpu::lowering {
 namespace {
 
 constexpr int64_t kNoIndex = std::numeric_limits<int64_t>::max();
-
-ElementType acc_type(ElementType e) {
-  return e == ElementType::kBF16 || e == ElementType::kF16 ? ElementType::kF32 : e;
-}
 
 // One spatial dim's windows: output o, offset k -> pos[o * k_size + k].
 struct Win {
