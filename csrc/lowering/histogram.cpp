@@ -14,6 +14,7 @@
 #include <cmath>
 #include <optional>
 
+#include "lowering/compute_util.h"
 #include "lowering/elementwise_util.h"
 #include "lowering/registry.h"
 
@@ -21,12 +22,6 @@ namespace torch_tpu::lowering {
 namespace {
 
 using ew::and_;
-
-Dims all_dims_of(Value v) {
-  Dims d;
-  for (int64_t i = 0; i < v.rank(); ++i) d.push_back(i);
-  return d;
-}
 
 void check_float(LowerCtx& ctx, at::ScalarType t) {
   TORCH_CHECK(t == at::kFloat || t == at::kDouble, ctx.op_name(), ": input must be float32 or float64 (as on CPU), got ",
@@ -122,7 +117,7 @@ Value histogram_nd(LowerCtx& ctx, Value x, const std::vector<Value>& edges, Valu
   Value hist = hlo::slice(hlo::scatter_1d(hlo::full(b, e, {total + 1}, 0), flat, w, "add"), {0}, {total});
   hist = hlo::reshape(hist, hist_dims);
   if (density) {
-    Value sum = hlo::reduce(hist, all_dims_of(hist), hlo::ReduceKind::kSum);
+    Value sum = hlo::reduce(hist, range_dims(0, hist.rank()), hlo::ReduceKind::kSum);
     hist = hlo::div(hist, hlo::broadcast_in_dim(sum, hist_dims, {}));
     for (int64_t d = 0; d < n; ++d) {
       int64_t ne = edges[d].dim(0);

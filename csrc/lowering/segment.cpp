@@ -11,6 +11,7 @@
 
 #include <string>
 
+#include "lowering/compute_util.h"
 #include "lowering/elementwise_util.h"
 #include "lowering/registry.h"
 
@@ -30,10 +31,6 @@ Red parse_reduction(LowerCtx& ctx, const std::string& r) {
   if (r == "min") return Red::kMin;
   if (r == "prod") return Red::kProd;
   TORCH_CHECK(false, ctx.op_name(), ": reduction '", r, "' is not supported (sum, mean, max, min, prod)");
-}
-
-ElementType compute_type(at::ScalarType t) {
-  return (t == at::kBFloat16 || t == at::kHalf) ? ElementType::kF32 : element_type(t);
 }
 
 // Segment bounds [outer, S] (start, end), the segment count S, and the
@@ -118,7 +115,7 @@ TPU_LOWERING(segment_reduce) {
               data.scalar_type());
   Red red = parse_reduction(ctx, ctx.str_arg("reduce"));
   Segments s = segments(ctx, data, ctx.int_arg("axis"));
-  ElementType ce = compute_type(data.scalar_type());
+  ElementType ce = acc_type(element_type(data.scalar_type()));
   Builder& b = ctx.b();
   Dims big = {s.outer, s.count, s.len, s.inner};
   Value x = hlo::convert(hlo::reshape(ctx.tensor("data"), {s.outer, s.len, s.inner}), ce);
@@ -171,7 +168,7 @@ TPU_LOWERING(_segment_reduce_backward) {
               data.scalar_type());
   Red red = parse_reduction(ctx, ctx.str_arg("reduce"));
   Segments s = segments(ctx, data, ctx.int_arg("axis"));
-  ElementType ce = compute_type(data.scalar_type());
+  ElementType ce = acc_type(element_type(data.scalar_type()));
   Builder& b = ctx.b();
   Dims big = {s.outer, s.count, s.len, s.inner};
   Dims xd = {s.outer, s.len, s.inner};
