@@ -16,6 +16,7 @@
 #include <unordered_map>
 
 #include "device/generator.h"
+#include "exec/arg_checks.h"
 #include "device/guard.h"
 #include "device/storage.h"
 #include "lowering/precision.h"
@@ -597,6 +598,7 @@ void run_lowered_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     }
   });
   if (device < 0) device = device::current_device();
+  check_args(schema, args);  // every call: CPU's checks that meta kernels skip
 
   runtime::RuntimeLock lock;
   std::string key = full_name(schema);

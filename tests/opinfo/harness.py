@@ -6,8 +6,9 @@ Three checks per entry, each on the entry's own sample inputs:
             TestCommon.test_compare_cpu, after `output_process_fn_grad`);
   gradient  float32, differentiable entries: the same upstream gradient on
             both devices, input gradients compared;
-  errors    each `error_inputs` case must raise the exception type PyTorch
-            declares for it (what CPU raises).
+  errors    each `error_inputs` case must behave as on CPU: raise the type
+            PyTorch declares for it where CPU raises, nothing where CPU
+            accepts the case.
 Used by tools/opinfo_report.py (whole suite) and tests/test_opinfo_slice.py
 (the CI slice).
 """
@@ -278,6 +279,10 @@ def run_grad(op, max_samples=None) -> Outcome:
 
 
 def run_errors(op, max_samples=None) -> Outcome:
+    """Each error_inputs case must behave as on CPU: raise the declared type
+    where CPU raises, and raise nothing where CPU raises nothing (op_db keeps a
+    few cases that CPU accepts, e.g. clamp_min(tensor, 2); PyTorch's own
+    test_errors marks those expectedFailure)."""
     if op.error_inputs_func is None:
         return Outcome("none")
     try:
@@ -289,8 +294,24 @@ def run_errors(op, max_samples=None) -> Outcome:
             moved = True
         except Exception as e:
             return Outcome("none", 0, "error_inputs generation failed on CPU: " + _short(e))
+    # The same cases built on CPU (same seed, same order), to learn which of
+    # them CPU itself rejects.
+    try:
+        cpu_cases = _seeded(lambda: list(_limited(op.error_inputs("cpu"), max_samples)))
+    except Exception:
+        cpu_cases = None
+    if cpu_cases is not None and len(cpu_cases) != len(cases):
+        cpu_cases = None
     n = 0
-    for case in cases:
+    for k, case in enumerate(cases):
+        cpu_raises = True
+        if cpu_cases is not None:
+            c = cpu_cases[k].sample_input
+            try:
+                op(c.input, *c.args, **c.kwargs)
+                cpu_raises = False
+            except Exception:
+                pass
         tpu_s = case.sample_input
         if moved:
             tpu_s = tpu_s.transform(_to_tpu)
@@ -298,11 +319,16 @@ def run_errors(op, max_samples=None) -> Outcome:
         try:
             op(tpu_s.input, *tpu_s.args, **tpu_s.kwargs)
             torch.tpu.synchronize()
-        except case.error_type:
+        except case.error_type as e:
+            if not cpu_raises:
+                return Outcome("fail", n, f"case {n}: CPU raises nothing, tpu raised {_short(e)}")
             n += 1
             continue
         except Exception as e:
             return Outcome("fail", n, f"case {n}: expected {case.error_type.__name__}, got {_short(e)}")
+        if not cpu_raises:
+            n += 1
+            continue
         return Outcome("fail", n, f"case {n}: expected {case.error_type.__name__}, nothing raised")
     return Outcome("pass" if n else "none", n)
 
