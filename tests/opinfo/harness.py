@@ -186,20 +186,24 @@ def sample_pairs(op, dtype, requires_grad=False, max_samples=None):
     """(tpu sample, CPU copy) pairs. Like PyTorch's test_compare_cpu, samples
     are made on the device (so generators place CPU-only arguments where
     PyTorch wants them) and copied to CPU; if the generator itself fails on
-    tpu, they are made on CPU and copied to tpu instead."""
+    tpu, they are made on CPU and copied to tpu instead. Each copy is made
+    just before its sample runs, as test_compare_cpu does: generators reuse
+    tensors across samples (batch_norm's running stats), and an earlier
+    sample that updates them in place must be seen by both copies."""
     try:
         made = _seeded(lambda: list(_limited(op.sample_inputs("tpu", dtype, requires_grad=requires_grad),
                                              max_samples)))
-        return [(s, _moved_to_cpu(s)) for s in made]
+        return ((s, _moved_to_cpu(s)) for s in made)
     except Exception:
         made = _seeded(lambda: list(_limited(op.sample_inputs("cpu", dtype, requires_grad=requires_grad),
                                              max_samples)))
-        pairs = []
-        for s in made:
+
+        def to_tpu(s):
             t = s.transform(_to_tpu)
             t.args, t.kwargs = _device_to_tpu(t.args), _device_to_tpu(t.kwargs)
-            pairs.append((t, s))
-        return pairs
+            return t
+
+        return ((to_tpu(s), s) for s in made)
 
 
 def run_forward(op, dtype: torch.dtype, max_samples=None) -> Outcome:
