@@ -143,8 +143,22 @@ def _seeded(fn):
 def _to_cpu(t):
     if not isinstance(t, torch.Tensor):
         return t
-    out = t.detach().cpu()
+    out = _same_layout_cpu(t.detach())
     return out.requires_grad_(t.requires_grad) if t.requires_grad else out
+
+
+def _same_layout_cpu(t):
+    """A CPU copy that keeps the view's place in its storage (offset, strides,
+    the storage around it), so ops that address storage (as_strided with a
+    storage_offset) see the same memory on both devices. Plain .cpu() makes a
+    fresh tensor at offset 0."""
+    if t.layout != torch.strided or t.is_conj() or t.is_neg() or t.numel() == 0:
+        return t.cpu()
+    numel = t.untyped_storage().nbytes() // t.element_size()
+    if t.storage_offset() == 0 and numel == t.numel():
+        return t.cpu()
+    whole = t.as_strided((numel,), (1,), 0).cpu()
+    return whole.as_strided(t.shape, t.stride(), t.storage_offset())
 
 
 def _retarget(x, src, dst):
