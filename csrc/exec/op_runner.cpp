@@ -366,7 +366,14 @@ std::shared_ptr<Program> compile_op(const c10::OperatorHandle& op, std::vector<c
   };
   auto write_to = [&](int arg, int item) {
     const at::Tensor& t = tensor_at(args, arg, item);
-    Value v = fit(take(), t.scalar_type(), t.sizes().vec());
+    Value raw = take();
+    // No meta kernel: an out= tensor takes the rule's result shape, as
+    // CPU's kernels resize theirs.
+    if (!meta.known && item < 0 && sargs[arg].is_out() && t.sizes() != at::IntArrayRef(raw.dims())) {
+      prog->resizes.emplace_back(arg, raw.dims());
+      args[arg].toTensor().resize_(raw.dims());
+    }
+    Value v = fit(raw, t.scalar_type(), t.sizes().vec());
     const void* key = t.storage().unsafeGetStorageImpl();
     int64_t numel = device::storage_numel(t);
     lowering::ViewLayout layout{t.sizes(), t.strides(), t.storage_offset()};
