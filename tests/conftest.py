@@ -1,7 +1,22 @@
+import atexit
 import os
+import shutil
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
+
+# The suite never writes into the user's real compilation cache: every run
+# gets a fresh, empty cache directory (removed at exit), so results do not
+# depend on what an earlier run left behind. TORCH_TPU_TEST_CACHE_DIR names a
+# directory to keep instead (CI may reuse one across runs for speed). This
+# must happen before the runtime starts, i.e. before any tpu tensor exists.
+if os.environ.get("TORCH_TPU_TEST_CACHE_DIR"):
+    os.environ["TORCH_TPU_CACHE_DIR"] = os.environ["TORCH_TPU_TEST_CACHE_DIR"]
+else:
+    _cache_dir = tempfile.mkdtemp(prefix="torch_tpu_test_cache_")
+    os.environ["TORCH_TPU_CACHE_DIR"] = _cache_dir
+    atexit.register(shutil.rmtree, _cache_dir, ignore_errors=True)
 
 import torch  # noqa: E402  (autoloads torch_tpu)
 import torch_tpu  # noqa: E402,F401  (explicit where the entry point is not installed)

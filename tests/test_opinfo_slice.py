@@ -35,7 +35,7 @@ ENTRIES = [
     # reductions, scans, sorting
     "sum", "mean", "prod", "amax", "argmax", "var", "std_mean", "logsumexp", "norm",
     "linalg.vector_norm", "cumsum", "cumprod", "cummax", "all", "any", "median", "searchsorted",
-    "histc",
+    "histc", "histogram", "histogramdd", "hash_tensor", "_segment_reduce.lengths", "_segment_reduce.offsets",
     # indexing and data-dependent shapes
     "gather", "scatter", "scatter_add", "scatter_reduce.sum", "index_add",
     "index_put", "masked_fill", "masked_scatter", "take_along_dim", "__getitem__",
@@ -47,11 +47,11 @@ ENTRIES = [
     # linear algebra
     "matmul", "mm", "bmm", "addmm", "baddbmm", "einsum", "linalg.solve", "linalg.inv",
     "linalg.det", "linalg.cholesky", "linalg.qr", "linalg.eigh", "linalg.svd",
-    "triangular_solve",
+    "triangular_solve", "linalg.ldl_factor_ex", "linalg.ldl_solve",
     # fft and complex
     "fft.fft", "fft.rfft", "fft.irfft", "fft.fft2", "view_as_real",
     # factories and random
-    "arange", "linspace", "logspace", "eye", "full", "zeros_like", "randn", "normal",
+    "arange", "linspace", "logspace", "eye", "full", "zeros_like", "randn", "normal", "multinomial",
 ]
 
 _TABLE = harness.all_entries()

@@ -201,7 +201,8 @@ def write_report(results, dtypes, path, wall, args):
         "`op_db` run on `tpu` (XLA:CPU here) and compared with the same call on CPU.",
         "Forward: every sample input of the entry, per dtype (where CPU supports the",
         "dtype). Gradients: float32, differentiable entries, same upstream gradient.",
-        "Errors: each `error_inputs` case must raise PyTorch's declared exception type.",
+        "Errors: each `error_inputs` case must behave as on CPU: raise PyTorch's declared",
+        "exception type where CPU raises, nothing where CPU accepts the case.",
         f"Tolerances: float32 atol=rtol=1e-3 (as PyTorch's test_compare_cpu), bfloat16",
         "atol=rtol=2e-2, integers and bool exact. Random or uninitialised outputs",
         "(dropout, normal, empty, ...) are compared on shape and dtype only.",
@@ -269,6 +270,14 @@ def main():
         names = [n for n in names if n in wanted or n.split(".")[0] in wanted
                  or any(n.startswith(w + ".") for w in wanted)]
     dtypes = args.dtypes.split(",")
+    # Workers compile into a fresh on-disk cache (shared by the workers, removed
+    # at exit) so the report's compile counts and times are real compiles, not
+    # loads from an earlier run. An explicit TORCH_TPU_CACHE_DIR is respected.
+    if "TORCH_TPU_CACHE_DIR" not in os.environ:
+        import atexit, shutil, tempfile
+        fresh = tempfile.mkdtemp(prefix="opinfo-xla-cache-")
+        os.environ["TORCH_TPU_CACHE_DIR"] = fresh
+        atexit.register(shutil.rmtree, fresh, True)
     out = args.out or (None if args.ops else os.path.join(ROOT, "docs", "opinfo.md"))
     t0 = time.time()
     done = [0]

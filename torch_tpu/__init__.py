@@ -48,4 +48,8 @@ def _format_on_host(tensor_str):
 
 torch._tensor_str._tensor_str = _format_on_host(torch._tensor_str._tensor_str)
 
+from . import safetensors_compat  # noqa: E402
+
+safetensors_compat.install()  # safetensors' loaders accept device="tpu"
+
 __all__ = ["tpu", "eager_mode", "get_eager_mode", "mark_step", "fusion_stats"]

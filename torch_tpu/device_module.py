@@ -20,6 +20,7 @@ __all__ = [
     "get_amp_supported_dtype", "amp", "precision", "get_precision", "Precision",
     "Stream", "Event", "current_stream", "default_stream", "set_stream", "stream", "StreamContext",
     "eager_mode", "get_eager_mode", "mark_step",
+    "compile_cache_stats", "clear_compile_cache",
 ]
 
 from .amp import get_amp_supported_dtype  # noqa: E402
@@ -263,6 +264,32 @@ def reset_accumulated_memory_stats(device: Any = None) -> None:
 def empty_cache() -> None:
     """Nothing is cached: freed tensors release their device buffers at once,
     so memory_reserved() is memory_allocated() and there is nothing to empty."""
+
+
+# ---- compilation caches ----------------------------------------------------
+
+def compile_cache_stats() -> dict[str, Any]:
+    """Counters of this process's compilation caches.
+
+    Persistent (disk) cache, TORCH_TPU_CACHE_DIR: `hits` (programs loaded
+    instead of compiled), `misses`, `corrupt` (damaged entries removed and
+    rebuilt), `stores`, `store_errors`, `evicted` (past the size cap
+    `max_bytes`), `load_seconds`, and `entries` / `bytes` on disk now, `dir`,
+    `enabled`. In-memory program cache:
+    `program_hits`, `program_misses`, `programs`. XLA: `compiles` and
+    `compile_seconds` (time spent compiling, not loading)."""
+    stats = dict(_C._compile_cache_stats())
+    programs, hits, misses = _C._program_cache_stats()
+    stats.update(programs=programs, program_hits=hits, program_misses=misses,
+                 compiles=_C._compile_count(), compile_seconds=_C._compile_seconds())
+    return stats
+
+
+def clear_compile_cache() -> int:
+    """Deletes the compiled programs stored in TORCH_TPU_CACHE_DIR (only this
+    cache's own files) and returns how many files were removed. Programs
+    already loaded in this process stay usable."""
+    return _C._clear_compile_cache()
 
 
 # ---- fp32 matmul precision -------------------------------------------------

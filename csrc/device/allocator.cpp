@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 
 #include "device/guard.h"
 #include "device/storage.h"
@@ -67,8 +68,24 @@ std::string format_size(int64_t bytes) {
 // them against.
 std::atomic<uintptr_t> g_next_address{uintptr_t{1} << 46};
 
+// Live allocations by address, both ways. PyTorch's raw-pointer paths
+// (legacy torch.save, pickling a tensor, Storage._set_from_file) wrap a
+// storage's data pointer in a new, non-owning storage with at::from_blob;
+// storage_buffer() finds the owner's buffer record through this map.
+std::mutex g_live_mutex;
+std::unordered_map<const void*, StorageBuffer*> g_by_address;
+std::unordered_map<const StorageBuffer*, const void*> g_address_of;
+
 void delete_storage_buffer(void* ctx) {
   auto* sb = static_cast<StorageBuffer*>(ctx);
+  {
+    std::lock_guard<std::mutex> lock(g_live_mutex);
+    auto it = g_address_of.find(sb);
+    if (it != g_address_of.end()) {
+      g_by_address.erase(it->second);
+      g_address_of.erase(it);
+    }
+  }
   auto& c = g_counters[sb->device];
   c.allocated -= static_cast<int64_t>(sb->nbytes);
   c.freed_total += static_cast<int64_t>(sb->nbytes);
@@ -120,6 +137,11 @@ class TpuAllocator final : public c10::DeviceAllocator {
     raise_peak(c.live_peak, c.live += 1);
     uintptr_t span = ((nbytes + 255) / 256 + 1) * 256;
     void* address = reinterpret_cast<void*>(g_next_address.fetch_add(span));
+    {
+      std::lock_guard<std::mutex> lock(g_live_mutex);
+      g_by_address[address] = sb;
+      g_address_of[sb] = address;
+    }
     return {address, sb, &delete_storage_buffer, c10::Device(c10::DeviceType::PrivateUse1, device)};
   }
 
@@ -182,9 +204,18 @@ at::Allocator* allocator() { return &g_allocator; }
 
 StorageBuffer& storage_buffer(const c10::Storage& storage) {
   void* ctx = storage.data_ptr().get_context();
-  TORCH_CHECK(ctx != nullptr && storage.data_ptr().get_deleter() == &delete_storage_buffer,
-              "torch_tpu: storage was not allocated by the tpu allocator");
-  return *static_cast<StorageBuffer*>(ctx);
+  if (ctx != nullptr && storage.data_ptr().get_deleter() == &delete_storage_buffer)
+    return *static_cast<StorageBuffer*>(ctx);
+  // A non-owning storage (at::from_blob) over a live tpu storage's address:
+  // it shares that storage's buffer record, whole (an interior pointer has
+  // no buffer of its own to name).
+  std::lock_guard<std::mutex> lock(g_live_mutex);
+  auto it = g_by_address.find(storage.data_ptr().get());
+  TORCH_CHECK(it != g_by_address.end(), "torch_tpu: storage was not allocated by the tpu allocator");
+  TORCH_CHECK(storage.nbytes() == it->second->nbytes, "torch_tpu: a storage wrapping tpu memory at ",
+              storage.data_ptr().get(), " must cover its whole allocation (", it->second->nbytes, " bytes), got ",
+              storage.nbytes(), " bytes");
+  return *it->second;
 }
 
 MemoryStats memory_stats(int device) {

@@ -5,6 +5,7 @@
 
 #include "device/generator.h"
 #include "device/guard.h"
+#include "exec/storage_resize.h"
 
 namespace torch_tpu::device {
 namespace {
@@ -31,6 +32,9 @@ struct TpuHooks final : public at::PrivateUse1HooksInterface {
     return old;
   }
   c10::DeviceIndex maybeExchangeDevice(c10::DeviceIndex index) const override { return exchangeDevice(index); }
+  void resizePrivateUse1Bytes(const c10::Storage& storage, size_t newsize) const override {
+    exec::resize_storage_bytes(storage, newsize);
+  }
 };
 
 // Registered at load time; registration must outlive every use.

@@ -16,6 +16,8 @@
 #include <unordered_map>
 
 #include "device/generator.h"
+#include "exec/arg_checks.h"
+#include "exec/meta_fixups.h"
 #include "device/guard.h"
 #include "device/storage.h"
 #include "lowering/precision.h"
@@ -270,6 +272,7 @@ MetaResult run_meta(const c10::OperatorHandle& op, const std::vector<c10::IValue
       for (const auto& t : v.toTensorVector()) r.returns.push_back(OutputMeta{t.scalar_type(), t.sizes().vec()});
     }
   }
+  fix_meta_returns(op.schema(), args, r.returns);  // CPU's shapes where meta differs
   return r;
 }
 
@@ -363,7 +366,14 @@ std::shared_ptr<Program> compile_op(const c10::OperatorHandle& op, std::vector<c
   };
   auto write_to = [&](int arg, int item) {
     const at::Tensor& t = tensor_at(args, arg, item);
-    Value v = fit(take(), t.scalar_type(), t.sizes().vec());
+    Value raw = take();
+    // No meta kernel: an out= tensor takes the rule's result shape, as
+    // CPU's kernels resize theirs.
+    if (!meta.known && item < 0 && sargs[arg].is_out() && t.sizes() != at::IntArrayRef(raw.dims())) {
+      prog->resizes.emplace_back(arg, raw.dims());
+      args[arg].toTensor().resize_(raw.dims());
+    }
+    Value v = fit(raw, t.scalar_type(), t.sizes().vec());
     const void* key = t.storage().unsafeGetStorageImpl();
     int64_t numel = device::storage_numel(t);
     lowering::ViewLayout layout{t.sizes(), t.strides(), t.storage_offset()};
@@ -597,6 +607,7 @@ void run_lowered_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     }
   });
   if (device < 0) device = device::current_device();
+  check_args(schema, args);  // every call: CPU's checks that meta kernels skip
 
   runtime::RuntimeLock lock;
   std::string key = full_name(schema);

@@ -18,6 +18,14 @@ Value part(const char* which, Value z) {
 
 // complex(real, imag): float parts (broadcast) -> complex of matching width.
 TPU_LOWERING(complex) {
+  // CPU's check: both parts of one dtype (the meta kernel promotes instead).
+  at::ScalarType rt = ctx.dtype_of("real"), it = ctx.dtype_of("imag");
+  TORCH_CHECK(rt == it, "Expected object of scalar type ", rt, " but got scalar type ", it, " for second argument");
+  if (ctx.has("out")) {
+    at::ScalarType want = c10::toComplexType(rt), got = ctx.tensor_arg("out").scalar_type();
+    TORCH_CHECK(got == want, "Expected object of scalar type ", want, " but got scalar type ", got,
+                " for argument 'out'");
+  }
   auto ce = element_type(*ctx.out_dtype());
   auto fe = hlo::complex_component(ce);
   auto dims = *ctx.out_sizes();
@@ -28,6 +36,8 @@ TPU_LOWERING(complex) {
 
 // polar(abs, angle) = abs * (cos(angle) + i sin(angle)).
 TPU_LOWERING(polar) {
+  at::ScalarType at_ = ctx.dtype_of("abs"), gt = ctx.dtype_of("angle");
+  TORCH_CHECK(at_ == gt, "Expected object of scalar type ", at_, " but got scalar type ", gt, " for second argument");
   auto ce = element_type(*ctx.out_dtype());
   auto fe = hlo::complex_component(ce);
   auto dims = *ctx.out_sizes();

@@ -19,6 +19,7 @@
 #include <torch/library.h>
 
 #include "exec/op_runner.h"
+#include "lowering/compute_util.h"
 #include "lowering/registry.h"
 
 namespace torch_tpu::aten_conv {
@@ -32,10 +33,6 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
 
 namespace torch_tpu::lowering {
 namespace {
-
-ElementType acc_type(ElementType e) {
-  return e == ElementType::kBF16 || e == ElementType::kF16 ? ElementType::kF32 : e;
-}
 
 // One stablehlo.convolution. The two special dims of every operand are dims
 // 0 and 1 (spatial dims follow in order); `*_swapped` says which is which:
@@ -268,6 +265,100 @@ TPU_LOWERING(convolution_backward_overrideable) {
     gb = hlo::full(b, acc, {out_channels}, 0);
   }
   return {hlo::convert(gi, x_type), hlo::convert(gw, w_type), hlo::convert(gb, gy_type)};
+}
+
+}  // namespace torch_tpu::lowering
+
+// ---- the CPU backends' own convolution entry points --------------------------
+// _slow_conv2d_forward, slow_conv3d_forward, slow_conv_dilated2d/3d,
+// slow_conv_transpose2d/3d (and _slow_conv2d_backward): reachable directly
+// (torch._C._nn.*, thnn_conv2d) with `self` as input and some parameters
+// absent (dilation 1, output_padding 0, groups 1).
+namespace torch_tpu::lowering {
+namespace {
+
+Params slow_params(LowerCtx& ctx, int64_t nsp, bool transposed) {
+  auto get = [&](const char* name, int64_t fill) {
+    return ctx.has(name) ? expand(ctx.ints_arg(name), nsp, fill) : Dims(nsp, fill);
+  };
+  Params p;
+  p.stride = get("stride", 1);
+  p.padding = get("padding", 0);
+  p.dilation = get("dilation", 1);
+  p.output_padding = get("output_padding", 0);
+  p.transposed = transposed;
+  TORCH_CHECK(static_cast<int64_t>(p.stride.size()) == nsp && static_cast<int64_t>(p.padding.size()) == nsp &&
+                  static_cast<int64_t>(p.dilation.size()) == nsp &&
+                  static_cast<int64_t>(p.output_padding.size()) == nsp,
+              ctx.op_name(), ": expected stride, padding, dilation and output_padding of length ", nsp);
+  return p;
+}
+
+std::vector<Value> slow_conv(LowerCtx& ctx, int64_t nsp, bool transposed) {
+  Value x = ctx.tensor("self"), w = ctx.tensor("weight");
+  check_supported(ctx, x);
+  TORCH_CHECK(x.rank() == nsp + 2 && w.rank() == nsp + 2, ctx.op_name(), ": expected ", nsp + 2,
+              "-d input and weight, got ", x.rank(), "-d and ", w.rank(), "-d");
+  TORCH_CHECK(x.element() == w.element(), "Input type (", ctx.dtype_of("self"), ") and weight type (",
+              ctx.dtype_of("weight"), ") should be the same");
+  auto k = ctx.ints_arg("kernel_size");
+  for (int64_t i = 0; i < nsp && i < static_cast<int64_t>(k.size()); ++i)
+    TORCH_CHECK(k[i] == w.dim(i + 2), ctx.op_name(), ": kernel_size ", k, " does not match weight of shape ",
+                ctx.tensor_arg("weight").sizes());
+  Params p = slow_params(ctx, nsp, transposed);
+  int64_t cin = transposed ? w.dim(0) : w.dim(1);
+  TORCH_CHECK(x.dim(1) == cin, ctx.op_name(), ": input of shape ", ctx.tensor_arg("self").sizes(),
+              " does not match weight of shape ", ctx.tensor_arg("weight").sizes(), " (", cin, " input channels)");
+  ElementType orig = x.element(), acc = acc_type(orig);
+  x = hlo::convert(x, acc);
+  w = hlo::convert(w, acc);
+  Value y;
+  if (!transposed) {
+    y = conv_forward(x, w, p);
+  } else {
+    Dims out;
+    for (int64_t i = 0; i < nsp; ++i)
+      out.push_back((x.dim(i + 2) - 1) * p.stride[i] - 2 * p.padding[i] + p.dilation[i] * (w.dim(i + 2) - 1) +
+                    p.output_padding[i] + 1);
+    y = conv_transposed(x, w, p, out);
+  }
+  if (ctx.has("bias") && !ctx.is_none("bias")) {
+    Value bias = hlo::convert(ctx.tensor("bias"), acc);
+    y = hlo::add(y, hlo::broadcast_in_dim(bias, y.dims(), {1}));
+  }
+  return {hlo::convert(y, orig)};
+}
+
+}  // namespace
+
+TPU_LOWERING(_slow_conv2d_forward) { return slow_conv(ctx, 2, false); }
+TPU_LOWERING(slow_conv3d_forward) { return slow_conv(ctx, 3, false); }
+TPU_LOWERING(slow_conv_dilated2d) { return slow_conv(ctx, 2, false); }
+TPU_LOWERING(slow_conv_dilated3d) { return slow_conv(ctx, 3, false); }
+TPU_LOWERING(slow_conv_transpose2d) { return slow_conv(ctx, 2, true); }
+TPU_LOWERING(slow_conv_transpose3d) { return slow_conv(ctx, 3, true); }
+
+// _slow_conv2d_backward.output_mask(grad_output, self, weight, kernel_size,
+// stride, padding, output_mask) -> (grad_input, grad_weight, grad_bias)
+TPU_LOWERING(_slow_conv2d_backward) {
+  Value gy = ctx.tensor("grad_output"), x = ctx.tensor("self"), w = ctx.tensor("weight");
+  check_supported(ctx, x);
+  Params p = slow_params(ctx, 2, false);
+  std::vector<bool> mask{true, true, true};
+  if (ctx.has("output_mask")) {
+    auto m = ctx.arg("output_mask").toBoolList();
+    for (size_t i = 0; i < 3 && i < m.size(); ++i) mask[i] = m.get(i);
+  }
+  ElementType orig = x.element(), acc = acc_type(orig);
+  gy = hlo::convert(gy, acc);
+  x = hlo::convert(x, acc);
+  w = hlo::convert(w, acc);
+  Builder& b = ctx.b();
+  Dims xs = spatial(x);
+  Value gi = mask[0] ? conv_transposed(gy, w, p, xs) : hlo::full(b, acc, x.dims(), 0);
+  Value gw = mask[1] ? conv_weight_grad(x, gy, p, spatial(w)) : hlo::full(b, acc, w.dims(), 0);
+  Value gb = mask[2] ? hlo::reduce(gy, {0, 2, 3}, hlo::ReduceKind::kSum) : hlo::full(b, acc, {w.dim(0)}, 0);
+  return {hlo::convert(gi, orig), hlo::convert(gw, orig), hlo::convert(gb, orig)};
 }
 
 }  // namespace torch_tpu::lowering

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <limits>
 
+#include "lowering/compute_util.h"
 #include "lowering/registry.h"
 
 namespace torch_tpu::lowering {
@@ -16,10 +17,6 @@ namespace torch_tpu::lowering {
 namespace {
 
 constexpr int64_t kSum = 0, kMean = 1, kMax = 2;
-
-ElementType acc_type(ElementType e) {
-  return (e == ElementType::kBF16 || e == ElementType::kF16) ? ElementType::kF32 : e;
-}
 
 Value i64(Value v) { return hlo::convert(v, ElementType::kI64); }
 

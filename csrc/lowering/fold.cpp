@@ -6,6 +6,7 @@
 // col2im: each kernel offset's [N, C, oh, ow] block is placed into the padded
 // image by a pad with interior padding (stride - 1) and the blocks are summed;
 // the padding is cut off at the end. bf16/f16 sums accumulate in f32.
+#include "lowering/compute_util.h"
 #include "lowering/registry.h"
 
 namespace torch_tpu::lowering {
@@ -21,10 +22,6 @@ Geometry geometry(LowerCtx& ctx) {
   TORCH_CHECK(k.size() == 2 && d.size() == 2 && p.size() == 2 && s.size() == 2, ctx.op_name(),
               ": kernel_size, dilation, padding and stride must have 2 elements");
   return {k[0], k[1], d[0], d[1], p[0], p[1], s[0], s[1]};
-}
-
-ElementType acc_type(ElementType e) {
-  return (e == ElementType::kBF16 || e == ElementType::kF16) ? ElementType::kF32 : e;
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <functional>
 #include <limits>
 
+#include "lowering/compute_util.h"
 #include "lowering/registry.h"
 
 namespace torch_tpu::lowering {
@@ -28,13 +29,6 @@ void check_writes(LowerCtx& ctx) {
     const auto& v = ctx.arg(a.name());
     if (v.isTensor() && v.toTensor().defined()) at::assert_no_internal_overlap(v.toTensor());
   }
-}
-
-Dims all_but(int64_t rank, int64_t skip) {
-  Dims out;
-  for (int64_t i = 0; i < rank; ++i)
-    if (i != skip) out.push_back(i);
-  return out;
 }
 
 // Index values as i64 with negative ones counted from the end of a
@@ -124,7 +118,7 @@ ScatterFn index_dim(Value index_1d, int64_t dim, int64_t rank, int64_t self_size
   int64_t k = index_1d.type().numel();
   Value idx = hlo::reshape(wrap_index(index_1d, self_size), {k, 1});
   ScatterDims sd;
-  sd.update_window_dims = all_but(rank, dim);
+  sd.update_window_dims = all_but(rank, {dim});
   sd.inserted_window_dims = {dim};
   sd.scatter_dims_to_operand_dims = {dim};
   sd.index_vector_dim = 1;

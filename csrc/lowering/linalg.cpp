@@ -22,10 +22,6 @@ at::ScalarType out_type(LowerCtx& ctx, std::initializer_list<std::string_view> i
   return ctx.result_type(inputs);
 }
 
-std::string precision_for(ElementType e) {
-  return e == ElementType::kF32 || e == ElementType::kF64 ? "HIGHEST" : "DEFAULT";
-}
-
 void check_supported(LowerCtx& ctx, at::ScalarType t) {
   TORCH_CHECK(t != at::kBool, "\"", ctx.op_name(), "\" not implemented for 'Bool'");
 }

@@ -364,8 +364,15 @@ TPU_LOWERING(linalg_lstsq) {
   check_float(ctx, "self");
   Value A = ctx.tensor("self"), Bv = ctx.tensor("b");
   Builder& b = ctx.b();
+  TORCH_CHECK(A.rank() >= 2, "torch.linalg.lstsq: input must have at least 2 dimensions.");
+  TORCH_CHECK(Bv.rank() >= 1, "torch.linalg.lstsq: other must have at least 1 dimension.");
   int64_t m = A.dim(A.rank() - 2), n = A.dim(A.rank() - 1), k = std::min(m, n);
-  bool vec = Bv.rank() == A.rank() - 1;
+  // CPU's vector case: b is [m], or A's shape without its last dimension.
+  bool vec = Bv.rank() == 1 ||
+             (Bv.rank() == A.rank() - 1 && Bv.dims() == Dims(A.dims().begin(), A.dims().end() - 1));
+  TORCH_CHECK(Bv.dim(Bv.rank() - (vec ? 1 : 2)) == m, "torch.linalg.lstsq: input.size(-2) should match other.size(",
+              vec ? "-1" : "-2", ")");
+  std::string driver = ctx.is_none("driver") ? "gelsy" : ctx.str_arg("driver");
   Dims ab = batch_of(A.dims()), bb = vec ? Dims(Bv.dims().begin(), Bv.dims().end() - 1) : batch_of(Bv.dims());
   Dims batch = at::infer_size(ab, bb);
   if (vec) {
@@ -375,11 +382,16 @@ TPU_LOWERING(linalg_lstsq) {
   }
   Value Af = flat3(bcast_batch(A, batch)), Bf = flat3(bcast_batch(Bv, batch));
   int64_t BB = Af.dim(0), nr = Bf.dim(2);
-  Value X;
+  Value X, residuals;
   if (m >= n) {
     // A = Q R: x = R^-1 (Q^T b)[:n].
     auto [qa, tau] = geqrf(Af);
     Value qtb = apply_reflectors(qa, tau, Bf, true, true);
+    if (m > n && driver != "gelsy") {
+      // CPU's residuals: squared norm of the rows of Q^T b past n.
+      Value tail = hlo::slice(qtb, {0, n, 0}, {BB, m, nr});
+      residuals = hlo::reduce(hlo::mul(tail, tail), {1}, hlo::ReduceKind::kSum);  // [BB, nr]
+    }
     Value R = triu(hlo::slice(qa, {0, 0, 0}, {BB, n, n}));
     X = hlo::triangular_solve(R, hlo::slice(qtb, {0, 0, 0}, {BB, n, nr}), true, false, false, false);
   } else {
@@ -390,14 +402,22 @@ TPU_LOWERING(linalg_lstsq) {
     y = hlo::concatenate({y, hlo::full(b, y.element(), {BB, n - m, nr}, 0)}, 1);
     X = apply_reflectors(qa, tau, y, true, false);
   }
-  // Shapes by hand: linalg_lstsq has no meta kernel. The default (gelsy)
-  // driver returns empty residuals and singular values and the rank.
+  // Shapes by hand: linalg_lstsq has no meta kernel (the engine resizes the
+  // out= tensors to these). As on CPU: residuals for a tall A except with
+  // gelsy, the rank except with gels (A is taken to have full rank),
+  // singular values with gelsd / gelss.
   Dims xs = cat(batch, vec ? Dims{n} : Dims{n, nr});
   Value sol = hlo::reshape(X, xs);
   std::vector<Value> res{sol};
-  res.push_back(hlo::full(b, A.element(), {0}, 0));
-  res.push_back(hlo::full(b, ElementType::kI64, batch, static_cast<double>(k)));
-  res.push_back(hlo::full(b, A.element(), {0}, 0));
+  res.push_back(residuals.valid() ? hlo::reshape(residuals, cat(batch, {nr})) : hlo::full(b, A.element(), {0}, 0));
+  res.push_back(driver == "gels" ? hlo::full(b, ElementType::kI64, {0}, 0)
+                                 : hlo::full(b, ElementType::kI64, batch, static_cast<double>(k)));
+  if (driver == "gelsd" || driver == "gelss") {
+    auto [U, S, V] = svd_tall(m >= n ? Af : mT(Af), false);
+    res.push_back(hlo::reshape(S, cat(batch, {k})));
+  } else {
+    res.push_back(hlo::full(b, A.element(), {0}, 0));
+  }
   return res;
 }
 

@@ -8,27 +8,12 @@
 
 #include <cmath>
 
+#include "lowering/compute_util.h"
 #include "lowering/registry.h"
 
 namespace torch_tpu::lowering {
 
 namespace {
-
-ElementType acc_type(ElementType e) {
-  return (e == ElementType::kBF16 || e == ElementType::kF16) ? ElementType::kF32 : e;
-}
-
-Dims range_dims(int64_t lo, int64_t hi) {
-  Dims d;
-  for (int64_t i = lo; i < hi; ++i) d.push_back(i);
-  return d;
-}
-
-int64_t prod(const Dims& d) {
-  int64_t n = 1;
-  for (auto v : d) n *= v;
-  return n;
-}
 
 Dims broadcast_shape(const Dims& a, const Dims& b) {
   size_t r = std::max(a.size(), b.size());
@@ -45,7 +30,7 @@ Dims broadcast_shape(const Dims& a, const Dims& b) {
 Value reduce_loss(Builder& b, Value v, int64_t reduction) {
   if (reduction == 0) return v;
   Value s = hlo::reduce(v, range_dims(0, v.rank()), hlo::ReduceKind::kSum);
-  if (reduction == 1) s = hlo::div(s, hlo::constant(b, v.element(), static_cast<double>(prod(v.dims()))));
+  if (reduction == 1) s = hlo::div(s, hlo::constant(b, v.element(), static_cast<double>(numel_of(v.dims()))));
   return s;
 }
 
@@ -88,7 +73,7 @@ BackPair back_pair(LowerCtx& ctx) {
   p.t = hlo::broadcast_to(t, p.dims);
   int64_t reduction = ctx.int_arg("reduction");
   if (reduction == 1) {
-    double n = static_cast<double>(prod(in.dims()));
+    double n = static_cast<double>(numel_of(in.dims()));
     g = hlo::div(g, hlo::full_like(g, n));
   }
   p.g = reduction == 0 ? hlo::broadcast_to(g, p.dims) : hlo::broadcast_in_dim(hlo::reshape(g, {}), p.dims, {});
@@ -231,23 +216,31 @@ TPU_LOWERING(soft_margin_loss_backward) {
 
 namespace {
 
+// The margin losses see their input as [N, C] rows (a 1-D input is one row,
+// a 0-d one a single class) and accumulate in acc_type.
+struct LossRows {
+  ElementType ce;
+  int64_t n = 1, c = 1;
+  bool one_d = false;
+  void set_rows(const Value& in) {
+    ce = acc_type(in.element());
+    one_d = in.rank() <= 1;
+    c = in.rank() == 0 ? 1 : in.dims().back();
+    n = in.rank() <= 1 ? 1 : in.dim(0);
+  }
+};
+
 // Per-sample hinge terms of multi_margin_loss for a [N, C] input:
 // z[i, d] = margin - x[i, y_i] + x[i, d] (0 on d == y_i), the class weight
 // of y_i, and the one-hot of y_i.
-struct MultiMargin {
+struct MultiMargin : LossRows {
   Value x, z, pos, onehot, wy, is_p1;
-  ElementType ce;
-  int64_t n, c;
-  bool one_d;
 };
 
 MultiMargin multi_margin(LowerCtx& ctx) {
   MultiMargin m;
   Value in = ctx.tensor("self");
-  m.ce = acc_type(in.element());
-  m.one_d = in.rank() <= 1;
-  m.c = in.rank() == 0 ? 1 : in.dims().back();
-  m.n = in.rank() <= 1 ? 1 : in.dim(0);
+  m.set_rows(in);
   Builder& b = ctx.b();
   Dims nc{m.n, m.c};
   m.x = hlo::reshape(hlo::convert(in, m.ce), nc);
@@ -311,20 +304,14 @@ namespace {
 // Targets are class indices terminated by the first -1. For input [N, C]:
 // valid[i, j] (target slot j counts), tmatch[i, j, c] (slot j names class
 // c), is_target[i, c], hinge positivity pos[i, j, k].
-struct MultiLabel {
+struct MultiLabel : LossRows {
   Value x, valid, tmatch, is_target, pos;
-  ElementType ce;
-  int64_t n, c;
-  bool one_d;
 };
 
 MultiLabel multilabel(LowerCtx& ctx) {
   MultiLabel m;
   Value in = ctx.tensor("self");
-  m.ce = acc_type(in.element());
-  m.one_d = in.rank() <= 1;
-  m.c = in.rank() == 0 ? 1 : in.dims().back();
-  m.n = in.rank() <= 1 ? 1 : in.dim(0);
+  m.set_rows(in);
   Builder& b = ctx.b();
   int64_t n = m.n, c = m.c;
   Dims nc{n, c}, ncc{n, c, c};
@@ -498,6 +485,8 @@ Ctc ctc_setup(LowerCtx& ctx) {
   return k;
 }
 
+Value ci64(Builder& b, int64_t v) { return hlo::constant_int(b, ElementType::kI64, v); }
+
 Value step_lpe(const Ctc& k, int64_t t) {
   return hlo::reshape(hlo::slice(k.lpe, {t, 0, 0}, {t + 1, k.n, k.l}), {k.n, k.l});
 }
@@ -531,54 +520,50 @@ Value ctc_nll(Builder& b, const Ctc& k, Value alpha_last) {
   return hlo::neg(ll);
 }
 
-// Per-sample mask [n, l]: t < il.
-Value time_mask(Builder& b, const Ctc& k, int64_t t) {
-  return hlo::compare(k.il_b, hlo::full(b, ElementType::kI64, {k.n, k.l}, static_cast<double>(t)), "GT");
-}
-
 }  // namespace
 
-// (neg_log_likelihood [n], log_alpha [n, t, l]); the time loop is unrolled.
+// (neg_log_likelihood [n], log_alpha [n, t, l]). The time recursion is a
+// stablehlo.while, so the program does not grow with the sequence length.
 TPU_LOWERING(_ctc_loss) {
   Builder& b = ctx.b();
   Ctc k = ctc_setup(ctx);
   Dims nl{k.n, k.l};
   Value ninf = hlo::full(b, k.ce, nl, -INFINITY);
-  std::vector<Value> alphas;
-  Value alpha;
-  if (k.t > 0) {
-    Value s_iota = hlo::iota(b, ElementType::kI64, nl, 1);
-    Value first = hlo::compare(s_iota, hlo::full(b, ElementType::kI64, nl, 1), "LE");
-    alpha = hlo::select(hlo::binary("and", first, k.valid_s), step_lpe(k, 0), ninf);
-    alphas.push_back(alpha);
+  if (k.t == 0) {
+    Value nll = hlo::full(b, k.ce, {k.n}, 0);
+    Value la = hlo::full(b, k.ce, {k.n, 0, k.l}, 0);
+    return {k.batched ? nll : hlo::reshape(nll, {}), k.batched ? la : hlo::reshape(la, {0, k.l})};
   }
-  Value last = alpha;
-  for (int64_t t = 1; t < k.t; ++t) {
-    Value a2 = shift_right(alpha, 1, -INFINITY);
-    Value a3 = hlo::select(k.skip, shift_right(alpha, 2, -INFINITY), ninf);
-    Value next = hlo::add(lse3(alpha, a2, a3), step_lpe(k, t));
-    next = hlo::select(k.valid_s, next, ninf);
-    alpha = next;
-    alphas.push_back(alpha);
-    last = hlo::select(time_mask(b, k, t), alpha, last);
-  }
-  Value nll = k.t > 0 ? ctc_nll(b, k, last) : hlo::full(b, k.ce, {k.n}, 0);
-  Value la;
-  if (k.t > 0) {
-    std::vector<Value> rs;
-    for (auto& a : alphas) rs.push_back(hlo::reshape(a, {k.n, 1, k.l}));
-    la = rs.size() == 1 ? rs[0] : hlo::concatenate(rs, 1);
-  } else {
-    la = hlo::full(b, k.ce, {k.n, 0, k.l}, 0);
-  }
+  Value s_iota = hlo::iota(b, ElementType::kI64, nl, 1);
+  Value first = hlo::compare(s_iota, hlo::full(b, ElementType::kI64, nl, 1), "LE");
+  Value alpha0 = hlo::select(hlo::binary("and", first, k.valid_s), step_lpe(k, 0), ninf);
+  Value la0 = hlo::dynamic_update_slice(hlo::full(b, k.ce, {k.n, k.t, k.l}, -INFINITY), hlo::reshape(alpha0, {k.n, 1, k.l}),
+                                        {ci64(b, 0), ci64(b, 0), ci64(b, 0)});
+  // State: t, alpha, alpha at t = il - 1, log_alpha, then loop constants.
+  auto out = hlo::while_loop(
+      {ci64(b, 1), alpha0, alpha0, la0, k.lpe, k.skip, k.valid_s, k.il_b},
+      [&](const std::vector<Value>& s) { return hlo::compare(s[0], ci64(b, k.t), "LT"); },
+      [&](const std::vector<Value>& s) {
+        Value t = s[0], alpha = s[1], last = s[2], la = s[3], lpe = s[4], skip = s[5], valid = s[6], il = s[7];
+        Value z = ci64(b, 0);
+        Value nf = hlo::full(b, k.ce, nl, -INFINITY);
+        Value lpt = hlo::reshape(hlo::dynamic_slice(lpe, {t, z, z}, {1, k.n, k.l}), nl);
+        Value a2 = shift_right(alpha, 1, -INFINITY);
+        Value a3 = hlo::select(skip, shift_right(alpha, 2, -INFINITY), nf);
+        Value next = hlo::select(valid, hlo::add(lse3(alpha, a2, a3), lpt), nf);
+        Value live = hlo::compare(il, hlo::broadcast_in_dim(t, nl, {}), "GT");
+        la = hlo::dynamic_update_slice(la, hlo::reshape(next, {k.n, 1, k.l}), {z, t, z});
+        return std::vector<Value>{hlo::add(t, ci64(b, 1)), next, hlo::select(live, next, last), la, lpe, skip, valid, il};
+      });
+  Value nll = ctc_nll(b, k, out[2]);
   if (!k.batched) nll = hlo::reshape(nll, {});
-  return {nll, k.batched ? la : hlo::reshape(la, {k.t, k.l})};
+  return {nll, k.batched ? out[3] : hlo::reshape(out[3], {k.t, k.l})};
 }
 
 TPU_LOWERING(_ctc_loss_backward) {
   Builder& b = ctx.b();
   Ctc k = ctc_setup(ctx);
-  Dims nl{k.n, k.l};
+  Dims nl{k.n, k.l}, tnl{k.t, k.n, k.l};
   Value ninf = hlo::full(b, k.ce, nl, -INFINITY);
   Value la = hlo::reshape(hlo::convert(ctx.tensor("log_alpha"), k.ce), {k.n, k.t, k.l});
   Value nll = hlo::reshape(hlo::convert(ctx.tensor("neg_log_likelihood"), k.ce), {k.n});
@@ -595,28 +580,33 @@ TPU_LOWERING(_ctc_loss_backward) {
       hlo::compare(s_iota, hlo::broadcast_in_dim(const_vec(b, ElementType::kI64, lo), nl, {0}), "EQ"));
   // skip_next[s]: the s+2 -> s transition of the beta recursion.
   Value skip_next = hlo::convert(shift_left(hlo::convert(k.skip, ElementType::kI64), 2, 0), ElementType::kPred);
-  std::vector<Value> betas(k.t);
-  Value beta = ninf;
-  for (int64_t t = k.t - 1; t >= 0; --t) {
-    Value last_m = hlo::compare(k.il_b, hlo::full(b, ElementType::kI64, nl, static_cast<double>(t + 1)), "EQ");
-    Value lpt = step_lpe(k, t);
-    Value b2 = shift_left(beta, 1, -INFINITY);
-    Value b3 = hlo::select(skip_next, shift_left(beta, 2, -INFINITY), ninf);
-    Value rec = hlo::add(lse3(beta, b2, b3), lpt);
-    Value init = hlo::select(init_pos, lpt, ninf);
-    Value next = hlo::select(last_m, init, hlo::select(time_mask(b, k, t), rec, ninf));
-    beta = hlo::select(k.valid_s, next, ninf);
-    betas[t] = beta;
+  // State: t + 1 (counting down), beta, all betas [t, n, l], then loop constants.
+  Value lb = hlo::full(b, k.ce, tnl, -INFINITY);
+  if (k.t > 0) {
+    auto out = hlo::while_loop(
+        {ci64(b, k.t), ninf, lb, k.lpe, skip_next, k.valid_s, k.il_b, init_pos},
+        [&](const std::vector<Value>& s) { return hlo::compare(s[0], ci64(b, 0), "GT"); },
+        [&](const std::vector<Value>& s) {
+          Value t1 = s[0], beta = s[1], betas = s[2], lpe = s[3], skip = s[4], valid = s[5], il = s[6], ipos = s[7];
+          Value z = ci64(b, 0), t = hlo::sub(t1, ci64(b, 1));
+          Value nf = hlo::full(b, k.ce, nl, -INFINITY);
+          Value lpt = hlo::reshape(hlo::dynamic_slice(lpe, {t, z, z}, {1, k.n, k.l}), nl);
+          Value last_m = hlo::compare(il, hlo::broadcast_in_dim(t1, nl, {}), "EQ");
+          Value live = hlo::compare(il, hlo::broadcast_in_dim(t, nl, {}), "GT");
+          Value b2 = shift_left(beta, 1, -INFINITY);
+          Value b3 = hlo::select(skip, shift_left(beta, 2, -INFINITY), nf);
+          Value rec = hlo::add(lse3(beta, b2, b3), lpt);
+          Value next = hlo::select(last_m, hlo::select(ipos, lpt, nf), hlo::select(live, rec, nf));
+          next = hlo::select(valid, next, nf);
+          betas = hlo::dynamic_update_slice(betas, hlo::reshape(next, {1, k.n, k.l}), {t, z, z});
+          return std::vector<Value>{t, next, betas, lpe, skip, valid, il, ipos};
+        });
+    lb = out[2];
   }
-  // grad[t, n, c] = exp(lp) - exp(logsumexp_{s: l'_s = c}(alpha + beta) + nll - lp), times grad.
   Dims tnlc{k.t, k.n, k.l, k.c}, tnc{k.t, k.n, k.c};
-  std::vector<Value> bs;
-  for (auto& v : betas) bs.push_back(hlo::reshape(v, {1, k.n, k.l}));
-  Value lb = bs.size() == 1 ? bs[0] : hlo::concatenate(bs, 0);        // [t, n, l]
-  Value lat = hlo::transpose(la, {1, 0, 2});                              // [t, n, l]
-  std::vector<Value> tms;
-  for (int64_t t = 0; t < k.t; ++t) tms.push_back(hlo::reshape(time_mask(b, k, t), {1, k.n, k.l}));
-  Value tmask = tms.size() == 1 ? tms[0] : hlo::concatenate(tms, 0);
+  Value lat = hlo::transpose(la, {1, 0, 2});  // [t, n, l]
+  Value tmask = hlo::compare(hlo::broadcast_in_dim(k.il_b, tnl, {1, 2}), hlo::iota(b, ElementType::kI64, tnl, 0), "GT");
+  // grad[t, n, c] = exp(lp) - exp(logsumexp_{s: l'_s = c}(alpha + beta) + nll - lp), times grad.
   Value vmask = hlo::binary("and", tmask, hlo::broadcast_in_dim(k.valid_s, {k.t, k.n, k.l}, {1, 2}));
   Value ab = hlo::select(vmask, hlo::add(lat, lb), hlo::full(b, k.ce, {k.t, k.n, k.l}, -INFINITY));
   Value oh = hlo::broadcast_in_dim(k.onehot, tnlc, {1, 2, 3});

@@ -7,6 +7,7 @@
 
 #include <numeric>
 
+#include "lowering/compute_util.h"
 #include "lowering/random_util.h"
 #include "lowering/registry.h"
 
@@ -14,36 +15,10 @@ namespace torch_tpu::lowering {
 
 namespace {
 
-ElementType acc_type(ElementType e) {
-  return (e == ElementType::kBF16 || e == ElementType::kF16) ? ElementType::kF32 : e;
-}
-
-Dims all_but(int64_t rank, const Dims& skip) {
-  Dims out;
-  for (int64_t i = 0; i < rank; ++i) {
-    bool s = false;
-    for (auto d : skip) s |= d == i;
-    if (!s) out.push_back(i);
-  }
-  return out;
-}
-
-Dims range_dims(int64_t lo, int64_t hi) {
-  Dims d;
-  for (int64_t i = lo; i < hi; ++i) d.push_back(i);
-  return d;
-}
-
 // Reduce over `dims` and broadcast the result back to x's shape.
 Value reduce_keep(Value x, const Dims& dims, hlo::ReduceKind kind) {
   Value r = hlo::reduce(x, dims, kind);
   return hlo::broadcast_in_dim(r, x.dims(), all_but(x.rank(), dims));
-}
-
-int64_t prod(const Dims& d, size_t lo = 0, size_t hi = SIZE_MAX) {
-  int64_t n = 1;
-  for (size_t i = lo; i < d.size() && i < hi; ++i) n *= d[i];
-  return n;
 }
 
 // Softmax-family inputs: rank 0 becomes rank 1 (PyTorch treats a scalar as
@@ -111,7 +86,7 @@ TPU_LOWERING(native_layer_norm) {
   TORCH_CHECK(axis >= 0, "native_layer_norm: normalized_shape has more dims than the input");
   Dims red = range_dims(axis, rank);
   Dims xdims = x.dims();
-  int64_t n = prod(x.dims(), axis);
+  int64_t n = numel_of(x.dims(), axis);
   Value inv_n = hlo::full_like(x, 1.0 / static_cast<double>(n));
   Value mean = hlo::mul(reduce_keep(x, red, hlo::ReduceKind::kSum), inv_n);
   Value xc = hlo::sub(x, mean);
@@ -152,7 +127,7 @@ TPU_LOWERING(native_layer_norm_backward) {
   Dims batch = range_dims(0, axis);
   Dims xdims = x.dims();
   Dims stat_dims(x.dims().begin(), x.dims().begin() + axis);
-  int64_t n = prod(x.dims(), axis);
+  int64_t n = numel_of(x.dims(), axis);
   auto stat = [&](const char* name) {
     Value s = hlo::reshape(hlo::convert(ctx.tensor(name), ce), stat_dims);
     return hlo::broadcast_in_dim(s, xdims, batch);
@@ -349,7 +324,7 @@ TPU_LOWERING(mse_loss) {
   int64_t reduction = ctx.int_arg("reduction");
   if (reduction == 0) return {sq};
   Value s = hlo::reduce(sq, all_dims(sq.rank()), hlo::ReduceKind::kSum);
-  if (reduction == 1) s = hlo::div(s, hlo::constant(ctx.b(), ce, static_cast<double>(prod(dims))));
+  if (reduction == 1) s = hlo::div(s, hlo::constant(ctx.b(), ce, static_cast<double>(numel_of(dims))));
   return {s};
 }
 
@@ -361,7 +336,7 @@ TPU_LOWERING(mse_loss_backward) {
   Value t = hlo::broadcast_to(hlo::convert(ctx.tensor("target"), ce), dims);
   Value g = hlo::broadcast_to(hlo::convert(ctx.tensor("grad_output"), ce), dims);
   int64_t reduction = ctx.int_arg("reduction");
-  double norm = reduction == 1 ? 2.0 / static_cast<double>(prod(dims)) : 2.0;
+  double norm = reduction == 1 ? 2.0 / static_cast<double>(numel_of(dims)) : 2.0;
   Value d = hlo::sub(a, t);
   return {hlo::mul(hlo::mul(d, hlo::full(ctx.b(), ce, dims, norm)), g)};
 }

@@ -9,25 +9,12 @@
 
 #include <cmath>
 
+#include "lowering/compute_util.h"
 #include "lowering/registry.h"
 
 namespace torch_tpu::lowering {
 
 namespace {
-
-ElementType acc_type(ElementType e) {
-  return (e == ElementType::kBF16 || e == ElementType::kF16) ? ElementType::kF32 : e;
-}
-
-Dims all_but(int64_t rank, const Dims& skip) {
-  Dims out;
-  for (int64_t i = 0; i < rank; ++i) {
-    bool s = false;
-    for (auto d : skip) s |= d == i;
-    if (!s) out.push_back(i);
-  }
-  return out;
-}
 
 int64_t prod(const Dims& d) {
   int64_t n = 1;

@@ -10,17 +10,12 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "lowering/compute_util.h"
 #include "lowering/registry.h"
 
 namespace torch_tpu::lowering {
 
 namespace {
-
-int64_t numel_of(const Dims& d) {
-  int64_t n = 1;
-  for (auto s : d) n *= s;
-  return n;
-}
 
 int64_t reflect_index(int64_t j, int64_t n) {
   if (n <= 1) return 0;

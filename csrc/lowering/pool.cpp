@@ -18,16 +18,13 @@
 #include <limits>
 #include <optional>
 
+#include "lowering/compute_util.h"
 #include "lowering/registry.h"
 
 namespace torch_tpu::lowering {
 namespace {
 
 constexpr int64_t kNoIndex = std::numeric_limits<int64_t>::max();
-
-ElementType acc_type(ElementType e) {
-  return e == ElementType::kBF16 || e == ElementType::kF16 ? ElementType::kF32 : e;
-}
 
 // One spatial dim's windows: output o, offset k -> pos[o * k_size + k].
 struct Win {
@@ -453,6 +450,25 @@ TPU_LOWERING(_adaptive_avg_pool2d) { return adaptive_avg(ctx, 2); }
 TPU_LOWERING(_adaptive_avg_pool3d) { return adaptive_avg(ctx, 3); }
 TPU_LOWERING(_adaptive_avg_pool2d_backward) { return adaptive_avg_backward(ctx, 2); }
 TPU_LOWERING(_adaptive_avg_pool3d_backward) { return adaptive_avg_backward(ctx, 3); }
+// The out= forms of the public names (adaptive_avg_pool2d.out,
+// adaptive_avg_pool3d.out, adaptive_avg_pool3d_backward.grad_input) reach the
+// engine under their own names, with the same arguments. They have no meta
+// kernel, so the engine cannot resize the out tensor: it must already have
+// the result's shape.
+namespace {
+std::vector<Value> checked_out(LowerCtx& ctx, std::vector<Value> r, const char* out) {
+  auto want = r[0].dims();
+  auto got = ctx.tensor_arg(out).sizes().vec();
+  TORCH_CHECK(got == want, ctx.op_name(), ": on tpu the ", out, "= tensor must already have the result's shape ", c10::IntArrayRef(want),
+              " (got ", c10::IntArrayRef(got), "); no meta kernel exists to resize it");
+  return r;
+}
+}  // namespace
+TPU_LOWERING(adaptive_avg_pool2d) { return checked_out(ctx, adaptive_avg(ctx, 2), "out"); }
+TPU_LOWERING(adaptive_avg_pool3d) { return checked_out(ctx, adaptive_avg(ctx, 3), "out"); }
+TPU_LOWERING(adaptive_avg_pool3d_backward) {
+  return checked_out(ctx, adaptive_avg_backward(ctx, 3), "grad_input");
+}
 TPU_LOWERING(adaptive_max_pool2d) { return adaptive_max(ctx, 2); }
 TPU_LOWERING(adaptive_max_pool3d) { return adaptive_max(ctx, 3); }
 TPU_LOWERING(adaptive_max_pool2d_backward) { return {index_backward(ctx, 2)}; }

@@ -2,18 +2,12 @@
 #include <c10/core/WrapDimMinimal.h>
 #include <c10/util/Exception.h>
 
+#include "lowering/compute_util.h"
 #include "lowering/registry.h"
 
 namespace torch_tpu::lowering {
 
 namespace {
-
-Dims all_but(int64_t rank, int64_t skip) {
-  Dims out;
-  for (int64_t i = 0; i < rank; ++i)
-    if (i != skip) out.push_back(i);
-  return out;
-}
 
 }  // namespace
 
@@ -48,7 +42,7 @@ TPU_LOWERING(index_select) {
   Dims result = x.dims();
   result[dim] = k;
   hlo::GatherDims gd;
-  gd.offset_dims = all_but(x.rank(), dim);
+  gd.offset_dims = all_but(x.rank(), {dim});
   gd.collapsed_slice_dims = {dim};
   gd.start_index_map = {dim};
   gd.index_vector_dim = 1;

@@ -10,17 +10,12 @@
 #include <cmath>
 #include <limits>
 
+#include "lowering/compute_util.h"
 #include "lowering/registry.h"
 
 namespace torch_tpu::lowering {
 
 namespace {
-
-int64_t numel_of(const Dims& d) {
-  int64_t n = 1;
-  for (auto s : d) n *= s;
-  return n;
-}
 
 Value zeros(LowerCtx& ctx, int i = 0) {
   return hlo::full(ctx.b(), element_type(*ctx.out_dtype(i)), *ctx.out_sizes(i), 0);

@@ -10,6 +10,7 @@
 #include "device/storage.h"
 #include "exec/op_runner.h"
 #include "lowering/registry.h"
+#include "runtime/compile_cache.h"
 #include "runtime/modes.h"
 #include "runtime/runtime.h"
 
@@ -58,6 +59,32 @@ PYBIND11_MODULE(_C, m) {
     auto s = exec::program_cache_stats();
     return py::make_tuple(s.programs, s.hits, s.misses);
   });
+  // The persistent compilation cache; none of these starts the runtime
+  // except _compile_cache_key_inputs.
+  m.def("_compile_cache_stats", [] {
+    auto& disk = runtime::cache::DiskCache::instance();
+    auto s = disk.stats();
+    py::dict d;
+    d["enabled"] = disk.enabled();
+    d["dir"] = disk.dir();
+    d["hits"] = s.hits;
+    d["misses"] = s.misses;
+    d["corrupt"] = s.corrupt;
+    d["stores"] = s.stores;
+    d["store_errors"] = s.store_errors;
+    d["evicted"] = s.evicted;
+    d["max_bytes"] = disk.max_bytes();
+    d["load_seconds"] = s.load_seconds;
+    d["entries"] = s.entries;
+    d["bytes"] = s.bytes;
+    return d;
+  });
+  m.def("_clear_compile_cache", [] { return runtime::cache::DiskCache::instance().clear(); });
+  m.def("_compile_cache_key", [](const std::string& stablehlo, const std::map<std::string, std::string>& inputs) {
+    return runtime::cache::make_key(stablehlo, inputs);
+  });
+  m.def("_compile_cache_key_inputs", [](int device) { return runtime::cache::current_key_inputs(device); },
+        py::arg("device") = 0);
   m.def("_lowered_ops", [] { return lowering::rule_names(); });
   // Execution modes: 0 strict, 1 debug, 2 fused (runtime/modes.h).
   m.def("_get_eager_mode", [] { return static_cast<int>(runtime::eager_mode()); });

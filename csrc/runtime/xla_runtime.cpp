@@ -10,10 +10,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <vector>
 
+#include "runtime/compile_cache.h"
 #include "runtime/modes.h"
 #include "runtime/runtime.h"
+#include "runtime/stderr_filter.h"
 
 namespace py = pybind11;
 
@@ -178,22 +181,28 @@ class XlaRuntime final : public Runtime {
   int64_t compile_count() const override { return compiles_; }
   double compile_seconds() const override { return compile_seconds_; }
 
+  // Looks the program up in the persistent cache (compile_cache.h) before
+  // asking XLA, and stores what XLA compiled.
   ExecutableRef compile(const std::string& text, int device, const std::string& what) override {
     py::gil_scoped_acquire gil;
     DeferredRelease::instance().drain();
     check_device(device);
+    auto& disk = cache::DiskCache::instance();
     try {
       py::object dl = device_list_cls_(py::make_tuple(devices_[device]));
-      // The device assignment pins the single replica to this device.
-      py::object options = compile_options_cls_();
-      py::list grid;
-      grid.append(py::make_tuple(devices_[device].attr("id")));
-      options.attr("device_assignment") =
-          device_assignment_cls_.attr("create")(numpy_.attr("array")(grid, "int32"));
+      py::object options = compile_options(device);
+      std::string key;
+      if (disk.enabled()) {
+        key = cache::make_key(text, key_inputs(device));
+        if (py::object exe = load_cached(disk, key, dl, options); !exe.is_none())
+          return std::make_shared<JaxExecutable>(std::move(exe), device, parse_result_types(text));
+        disk.note_miss();
+      }
       auto start = std::chrono::steady_clock::now();
       py::object exe = backend_.attr("compile_and_load")(py::bytes(text), dl, options);
       compile_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       ++compiles_;
+      if (disk.enabled()) store_cached(disk, key, exe);
       return std::make_shared<JaxExecutable>(std::move(exe), device, parse_result_types(text));
     } catch (py::error_already_set& e) {
       TORCH_CHECK(false, "torch_tpu: XLA could not compile the program for ", what, ": ", e.what(),
@@ -201,6 +210,72 @@ class XlaRuntime final : public Runtime {
     }
   }
 
+  // Everything besides the text that decides the compiled program: the
+  // host's part (CPU, XLA flags, format) and the client's.
+  cache::KeyInputs key_inputs(int device) {
+    if (base_key_inputs_.empty()) {
+      base_key_inputs_ = cache::host_key_inputs();
+      if (info_.platform != "cpu") {
+        // Host CPU does not decide accelerator code.
+        base_key_inputs_.erase("cpu_model");
+        base_key_inputs_.erase("cpu_flags");
+      }
+      base_key_inputs_["jax_version"] = py::str(py::module_::import("jax").attr("__version__"));
+      base_key_inputs_["jaxlib_version"] = py::str(py::module_::import("jax._src.lib").attr("version_str"));
+      base_key_inputs_["platform"] = info_.platform;
+      base_key_inputs_["platform_version"] = py::str(backend_.attr("platform_version"));
+      base_key_inputs_["device_kind"] = info_.device_kind;
+      base_key_inputs_["device_count"] = std::to_string(devices_.size());
+    }
+    cache::KeyInputs in = base_key_inputs_;
+    // The executable is pinned to this device by its device assignment.
+    in["device_assignment"] = py::str(devices_[device].attr("id"));
+    return in;
+  }
+
+ private:
+  py::object compile_options(int device) {
+    // The device assignment pins the single replica to this device.
+    py::object options = compile_options_cls_();
+    py::list grid;
+    grid.append(py::make_tuple(devices_[device].attr("id")));
+    options.attr("device_assignment") = device_assignment_cls_.attr("create")(numpy_.attr("array")(grid, "int32"));
+    return options;
+  }
+
+  // The cached executable, or None. An entry XLA refuses is removed (and
+  // recompiled by the caller), never an error.
+  py::object load_cached(cache::DiskCache& disk, const std::string& key, const py::object& dl,
+                         const py::object& options) {
+    auto start = std::chrono::steady_clock::now();
+    auto bytes = disk.load(key);
+    if (!bytes) return py::none();
+    try {
+      py::object exe;
+      {
+        std::optional<StderrFilter> quiet;
+        if (info_.platform == "cpu") quiet.emplace("Target machine feature +prefer-no-");
+        exe = backend_.attr("deserialize_executable")(py::bytes(*bytes), dl, options);
+      }
+      disk.note_hit(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      return exe;
+    } catch (py::error_already_set&) {
+      disk.discard(key);
+      return py::none();
+    }
+  }
+
+  void store_cached(cache::DiskCache& disk, const std::string& key, const py::object& exe) {
+    std::string bytes;
+    try {
+      bytes = py::bytes(exe.attr("serialize")());
+    } catch (py::error_already_set&) {
+      return;  // a backend that cannot serialise: nothing to store
+    }
+    disk.store(key, bytes);
+  }
+
+ public:
   std::vector<BufferRef> execute(const Executable& exe_base, const std::vector<BufferRef>& args) override {
     auto& exe = static_cast<const JaxExecutable&>(exe_base);
     py::gil_scoped_acquire gil;
@@ -269,6 +344,7 @@ class XlaRuntime final : public Runtime {
       shaped_array_, numpy_;
   std::vector<py::object> devices_, shardings_, np_dtypes_;
   PlatformInfo info_;
+  cache::KeyInputs base_key_inputs_;
   int64_t compiles_ = 0;
   double compile_seconds_ = 0;
 };
@@ -346,5 +422,14 @@ Runtime& get() {
 }
 
 bool started() { return g_front != nullptr; }
+
+namespace cache {
+KeyInputs current_key_inputs(int device) {
+  get();  // starts the runtime; get() itself returns the mode decorator
+  auto& rt = *g_runtime;
+  py::gil_scoped_acquire gil;
+  return rt.key_inputs(device);
+}
+}  // namespace cache
 
 }  // namespace torch_tpu::runtime

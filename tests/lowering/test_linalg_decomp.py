@@ -181,12 +181,29 @@ def test_matrix_exp(dtype):
     check_grad(torch.linalg.matrix_exp, make((3, 3), low=-1, high=1), **TOL[F32])
 
 
-# linalg_lstsq has no meta kernel, and torch.linalg.lstsq hands its .out form
-# empty out= tensors that the engine does not resize yet (see the report).
-@pytest.mark.xfail(reason="engine: out= tensors of an op without meta kernel are not resized", strict=False)
+# linalg_lstsq has no meta kernel: torch.linalg.lstsq hands its .out form
+# empty out= tensors, which the engine resizes to the rule's results.
 @pytest.mark.parametrize("dtype", [F32])
 def test_lstsq(dtype):
     A, B = make((2, 6, 4), dtype, seed=1), make((2, 6, 3), dtype, seed=2)
     check(lambda a, b: torch.linalg.lstsq(a, b).solution, A, B, **TOL[dtype])
     A, B = make((3, 5), dtype, seed=1), make((3, 2), dtype, seed=2)
     check(lambda a, b: torch.linalg.lstsq(a, b).solution, A, B, **TOL[dtype])
+
+
+# Every output (residuals, rank, singular values) per driver, shapes as CPU's.
+@pytest.mark.parametrize("driver", [None, "gels", "gelsd", "gelss", "gelsy"])
+@pytest.mark.parametrize("shapes", [((2, 3), (2, 3)), ((5, 3), (5, 2)), ((5, 3), (5,)), ((2, 5, 3), (2, 5))])
+def test_lstsq_outputs_per_driver(driver, shapes):
+    A, B = make(shapes[0], F32, seed=1), make(shapes[1], F32, seed=2)
+    check(lambda a, b: tuple(torch.linalg.lstsq(a, b, driver=driver)), A, B, **TOL[F32])
+
+
+@pytest.mark.parametrize("shapes", [((), ()), ((3, 2), ()), ((3, 2), (4,)), ((3, 2), (4, 2))])
+def test_lstsq_bad_shapes_raise_like_cpu(shapes):
+    A, B = torch.ones(shapes[0]), torch.ones(shapes[1])
+    with pytest.raises(RuntimeError) as cpu_err:
+        torch.linalg.lstsq(A, B)
+    with pytest.raises(RuntimeError, match="torch.linalg.lstsq") as tpu_err:
+        torch.linalg.lstsq(A.to("tpu"), B.to("tpu"))
+    assert str(tpu_err.value).splitlines()[0] == str(cpu_err.value).splitlines()[0]

@@ -55,7 +55,12 @@ def test_batch_norm_grad(training, dtype):
     rm, rv = make((3,), dtype, seed=3), make((3,), dtype, low=0.5, high=2, seed=4)
     check_grad(lambda x, w, b: F.batch_norm(x, rm.to(x.device), rv.to(x.device), w, b, training=training),
                make((4, 3, 5), dtype), make((3,), dtype, seed=1), make((3,), dtype, seed=2))
-    check_grad(lambda x: F.batch_norm(x, None, None, training=True), make((5, 3), dtype))
+    # In bf16, save_invstd is itself bf16 (as on CPU), and CPU rounds it one
+    # bf16 step away from the exact value where we round to nearest (e.g.
+    # 0.8398 vs 0.8359 for 0.83766): the gradient built on it differs by a
+    # few bf16 steps.
+    tol = dict(atol=3e-2, rtol=2e-2) if dtype == torch.bfloat16 else {}
+    check_grad(lambda x: F.batch_norm(x, None, None, training=True), make((5, 3), dtype), **tol)
 
 
 def test_batch_norm_sync_pieces():

@@ -6,8 +6,9 @@ Three checks per entry, each on the entry's own sample inputs:
             TestCommon.test_compare_cpu, after `output_process_fn_grad`);
   gradient  float32, differentiable entries: the same upstream gradient on
             both devices, input gradients compared;
-  errors    each `error_inputs` case must raise the exception type PyTorch
-            declares for it (what CPU raises).
+  errors    each `error_inputs` case must behave as on CPU: raise the type
+            PyTorch declares for it where CPU raises, nothing where CPU
+            accepts the case.
 Used by tools/opinfo_report.py (whole suite) and tests/test_opinfo_slice.py
 (the CI slice).
 """
@@ -142,8 +143,22 @@ def _seeded(fn):
 def _to_cpu(t):
     if not isinstance(t, torch.Tensor):
         return t
-    out = t.detach().cpu()
+    out = _same_layout_cpu(t.detach())
     return out.requires_grad_(t.requires_grad) if t.requires_grad else out
+
+
+def _same_layout_cpu(t):
+    """A CPU copy that keeps the view's place in its storage (offset, strides,
+    the storage around it), so ops that address storage (as_strided with a
+    storage_offset) see the same memory on both devices. Plain .cpu() makes a
+    fresh tensor at offset 0."""
+    if t.layout != torch.strided or t.is_conj() or t.is_neg() or t.numel() == 0:
+        return t.cpu()
+    numel = t.untyped_storage().nbytes() // t.element_size()
+    if t.storage_offset() == 0 and numel == t.numel():
+        return t.cpu()
+    whole = t.as_strided((numel,), (1,), 0).cpu()
+    return whole.as_strided(t.shape, t.stride(), t.storage_offset())
 
 
 def _retarget(x, src, dst):
@@ -185,20 +200,24 @@ def sample_pairs(op, dtype, requires_grad=False, max_samples=None):
     """(tpu sample, CPU copy) pairs. Like PyTorch's test_compare_cpu, samples
     are made on the device (so generators place CPU-only arguments where
     PyTorch wants them) and copied to CPU; if the generator itself fails on
-    tpu, they are made on CPU and copied to tpu instead."""
+    tpu, they are made on CPU and copied to tpu instead. Each copy is made
+    just before its sample runs, as test_compare_cpu does: generators reuse
+    tensors across samples (batch_norm's running stats), and an earlier
+    sample that updates them in place must be seen by both copies."""
     try:
         made = _seeded(lambda: list(_limited(op.sample_inputs("tpu", dtype, requires_grad=requires_grad),
                                              max_samples)))
-        return [(s, _moved_to_cpu(s)) for s in made]
+        return ((s, _moved_to_cpu(s)) for s in made)
     except Exception:
         made = _seeded(lambda: list(_limited(op.sample_inputs("cpu", dtype, requires_grad=requires_grad),
                                              max_samples)))
-        pairs = []
-        for s in made:
+
+        def to_tpu(s):
             t = s.transform(_to_tpu)
             t.args, t.kwargs = _device_to_tpu(t.args), _device_to_tpu(t.kwargs)
-            pairs.append((t, s))
-        return pairs
+            return t
+
+        return ((to_tpu(s), s) for s in made)
 
 
 def run_forward(op, dtype: torch.dtype, max_samples=None) -> Outcome:
@@ -278,6 +297,10 @@ def run_grad(op, max_samples=None) -> Outcome:
 
 
 def run_errors(op, max_samples=None) -> Outcome:
+    """Each error_inputs case must behave as on CPU: raise the declared type
+    where CPU raises, and raise nothing where CPU raises nothing (op_db keeps a
+    few cases that CPU accepts, e.g. clamp_min(tensor, 2); PyTorch's own
+    test_errors marks those expectedFailure)."""
     if op.error_inputs_func is None:
         return Outcome("none")
     try:
@@ -289,8 +312,24 @@ def run_errors(op, max_samples=None) -> Outcome:
             moved = True
         except Exception as e:
             return Outcome("none", 0, "error_inputs generation failed on CPU: " + _short(e))
+    # The same cases built on CPU (same seed, same order), to learn which of
+    # them CPU itself rejects.
+    try:
+        cpu_cases = _seeded(lambda: list(_limited(op.error_inputs("cpu"), max_samples)))
+    except Exception:
+        cpu_cases = None
+    if cpu_cases is not None and len(cpu_cases) != len(cases):
+        cpu_cases = None
     n = 0
-    for case in cases:
+    for k, case in enumerate(cases):
+        cpu_raises = True
+        if cpu_cases is not None:
+            c = cpu_cases[k].sample_input
+            try:
+                op(c.input, *c.args, **c.kwargs)
+                cpu_raises = False
+            except Exception:
+                pass
         tpu_s = case.sample_input
         if moved:
             tpu_s = tpu_s.transform(_to_tpu)
@@ -298,11 +337,16 @@ def run_errors(op, max_samples=None) -> Outcome:
         try:
             op(tpu_s.input, *tpu_s.args, **tpu_s.kwargs)
             torch.tpu.synchronize()
-        except case.error_type:
+        except case.error_type as e:
+            if not cpu_raises:
+                return Outcome("fail", n, f"case {n}: CPU raises nothing, tpu raised {_short(e)}")
             n += 1
             continue
         except Exception as e:
             return Outcome("fail", n, f"case {n}: expected {case.error_type.__name__}, got {_short(e)}")
+        if not cpu_raises:
+            n += 1
+            continue
         return Outcome("fail", n, f"case {n}: expected {case.error_type.__name__}, nothing raised")
     return Outcome("pass" if n else "none", n)
 

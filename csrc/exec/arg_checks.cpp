@@ -1,0 +1,107 @@
+#include "exec/arg_checks.h"
+
+#include <ATen/MemoryOverlap.h>
+#include <c10/util/Exception.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <string_view>
+
+namespace torch_tpu::exec {
+
+namespace {
+
+template <typename F>
+void for_each_defined(const c10::IValue& v, F&& f) {
+  if (v.isTensor()) {
+    if (v.toTensor().defined()) f(v.toTensor());
+  } else if (v.isList()) {
+    for (const auto& e : v.toListRef())
+      if (e.isTensor() && e.toTensor().defined()) f(e.toTensor());
+  }
+}
+
+// Ops whose CPU kernels reject an out= tensor that is one of the inputs
+// (at::assert_no_overlap). Elsewhere (TensorIterator ops and the rest) only a
+// partial overlap is an error: `torch.add(a, b, out=a)` is legal.
+bool rejects_full_overlap(std::string_view op) {
+  return op == "aten::cat" || op == "aten::gather" || op == "aten::index_select" || op == "aten::take" ||
+         op == "aten::masked_select" || op == "aten::index";
+}
+
+// out= arguments: no element written twice, no input read while written.
+// In-place ops (self written and read) are not out= arguments.
+void check_out_overlap(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args) {
+  const auto& sargs = schema.arguments();
+  bool any_out = false;
+  for (const auto& a : sargs) any_out |= a.is_out();
+  if (!any_out) return;
+  bool full = rejects_full_overlap(schema.name());
+  for (size_t o = 0; o < sargs.size() && o < args.size(); ++o) {
+    if (!sargs[o].is_out()) continue;
+    for_each_defined(args[o], [&](const at::Tensor& out) {
+      at::assert_no_internal_overlap(out);
+      for (size_t i = 0; i < sargs.size() && i < args.size(); ++i) {
+        if (sargs[i].is_out()) continue;
+        for_each_defined(args[i], [&](const at::Tensor& in) {
+          if (full)
+            at::assert_no_overlap(out, in);
+          else
+            at::assert_no_partial_overlap(out, in);
+        });
+      }
+    });
+  }
+}
+
+const c10::IValue* find_arg(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args,
+                            const char* name) {
+  const auto& sargs = schema.arguments();
+  for (size_t i = 0; i < sargs.size() && i < args.size(); ++i)
+    if (sargs[i].name() == name) return &args[i];
+  return nullptr;
+}
+
+const at::Tensor* first_tensor(const std::vector<c10::IValue>& args) {
+  for (const auto& v : args)
+    if (v.isTensor() && v.toTensor().defined()) return &v.toTensor();
+  return nullptr;
+}
+
+// Value checks that CPU's kernels make and the meta kernels skip (the other
+// random ops' meta kernels check their parameters themselves).
+void check_values(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args) {
+  const std::string& op = schema.name();
+  if (op == "aten::uniform" || op == "aten::uniform_") {
+    const c10::IValue* from = find_arg(schema, args, "from");
+    const c10::IValue* to = find_arg(schema, args, "to");
+    if (!from || !to || !from->isDouble() || !to->isDouble()) return;
+    double f = from->toDouble(), t = to->toDouble();
+    TORCH_CHECK(f <= t, "uniform_ expects to return a [from, to) range, but found from=", f, " > to=", t);
+    const at::Tensor* self = first_tensor(args);
+    if (self && at::isFloatingType(self->scalar_type())) {
+      at::ScalarType st = self->scalar_type();
+      double limit = st == at::kDouble     ? std::numeric_limits<double>::max()
+                     : st == at::kFloat    ? std::numeric_limits<float>::max()
+                     : st == at::kBFloat16 ? static_cast<double>(std::numeric_limits<c10::BFloat16>::max())
+                                           : static_cast<double>(std::numeric_limits<c10::Half>::max());
+      TORCH_CHECK(t - f <= limit, "uniform_ expects to-from <= std::numeric_limits<", at::toString(st),
+                  ">::max(), but found to=", t, " and from=", f, " which result in to-from to exceed the limit");
+    }
+  } else if (op == "aten::bernoulli" || op == "aten::bernoulli_") {
+    const c10::IValue* p = find_arg(schema, args, "p");
+    if (!p || !p->isDouble()) return;  // a tensor p would need a device read
+    double v = p->toDouble();
+    TORCH_CHECK(0 <= v && v <= 1, "bernoulli_ expects p to be in [0, 1], but got p=", v);
+  }
+}
+
+}  // namespace
+
+void check_args(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args) {
+  check_out_overlap(schema, args);
+  check_values(schema, args);
+}
+
+}  // namespace torch_tpu::exec

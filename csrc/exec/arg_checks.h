@@ -1,0 +1,18 @@
+// Argument checks that PyTorch's CPU kernels make but the meta kernels the
+// engine relies on do not: out= memory overlap and a few value ranges of the
+// random ops. They run on every call, before the program cache lookup, so a
+// cached program never skips them.
+#pragma once
+
+#include <ATen/core/function_schema.h>
+#include <ATen/core/ivalue.h>
+
+#include <vector>
+
+namespace torch_tpu::exec {
+
+// Raises the error CPU raises for these arguments (RuntimeError, with CPU's
+// message), or returns.
+void check_args(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
+
+}  // namespace torch_tpu::exec

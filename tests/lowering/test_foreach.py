@@ -1,0 +1,92 @@
+"""_foreach_* ops run as one tpu program per call; results vs CPU."""
+
+import pytest
+import torch
+
+from utils import assert_close, make
+
+T = lambda xs: [x.to("tpu") for x in xs]  # noqa: E731
+
+
+def lists(dtype=torch.float32):
+    shapes = [(3,), (2, 4), ()]
+    xs = [make(s, dtype, seed=i) for i, s in enumerate(shapes)]
+    ys = [make(s, dtype, seed=10 + i) for i, s in enumerate(shapes)]
+    zs = [make(s, dtype, low=0.5, high=1.5, seed=20 + i) for i, s in enumerate(shapes)]
+    return xs, ys, zs
+
+
+def same(actual, expected, **tol):
+    assert len(actual) == len(expected)
+    for a, e in zip(actual, expected):
+        assert a.device.type == "tpu"
+        assert_close(a, e, **tol)
+
+
+CALLS = {
+    "add.List": lambda x, y, z: torch._foreach_add(x, y, alpha=2.0),
+    "add.Scalar": lambda x, y, z: torch._foreach_add(x, 1.5),
+    "sub.List": lambda x, y, z: torch._foreach_sub(x, y, alpha=0.5),
+    "sub.Scalar": lambda x, y, z: torch._foreach_sub(x, 0.25),
+    "mul.List": lambda x, y, z: torch._foreach_mul(x, y),
+    "mul.Scalar": lambda x, y, z: torch._foreach_mul(x, 3.0),
+    "div.List": lambda x, y, z: torch._foreach_div(x, z),
+    "div.Scalar": lambda x, y, z: torch._foreach_div(x, 4.0),
+    "addcmul": lambda x, y, z: torch._foreach_addcmul(x, y, z, value=0.3),
+    "addcdiv": lambda x, y, z: torch._foreach_addcdiv(x, y, z, value=-0.3),
+    "lerp.Scalar": lambda x, y, z: torch._foreach_lerp(x, y, 0.7),
+    "lerp.List": lambda x, y, z: torch._foreach_lerp(x, y, z),
+    "sqrt": lambda x, y, z: torch._foreach_sqrt(z),
+    "neg": lambda x, y, z: torch._foreach_neg(x),
+    "exp": lambda x, y, z: torch._foreach_exp(x),
+    "abs": lambda x, y, z: torch._foreach_abs(x),
+}
+
+
+@pytest.mark.parametrize("name", list(CALLS))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_functional(name, dtype):
+    xs, ys, zs = lists(dtype)
+    same(CALLS[name](T(xs), T(ys), T(zs)), CALLS[name](xs, ys, zs))
+
+
+def test_mul_div_by_tensor():
+    xs, _, _ = lists()
+    s = torch.tensor(2.5)
+    same(torch._foreach_mul(T(xs), s.to("tpu")), torch._foreach_mul(xs, s))
+    same(torch._foreach_div(T(xs), s.to("tpu")), torch._foreach_div(xs, s))
+
+
+@pytest.mark.parametrize("ord", [1, 2, 3.0, 0, float("inf"), float("-inf")])
+def test_norm(ord):
+    xs, _, _ = lists()
+    xs[0][1] = 0.0
+    same(torch._foreach_norm(T(xs), ord), torch._foreach_norm(xs, ord), atol=1e-5, rtol=1e-5)
+
+
+def test_in_place_chain_and_views():
+    xs, ys, zs = lists()
+    a, b = [x.clone() for x in xs], T(xs)
+    for fn in [lambda l, y, z: torch._foreach_add_(l, y, alpha=2.0), lambda l, y, z: torch._foreach_mul_(l, 0.5),
+               lambda l, y, z: torch._foreach_addcdiv_(l, y, z, value=-0.1), lambda l, y, z: torch._foreach_lerp_(l, y, 0.1),
+               lambda l, y, z: torch._foreach_abs_(l), lambda l, y, z: torch._foreach_sqrt_(l)]:
+        fn(a, ys, zs)
+        fn(b, T(ys), T(zs))
+        same(b, a)
+    # Disjoint views of one storage are all updated.
+    base = make((4, 4))
+    bt = base.to("tpu")
+    torch._foreach_mul_([base[0], base[1], base[2:]], 3.0)
+    torch._foreach_mul_([bt[0], bt[1], bt[2:]], 3.0)
+    assert_close(bt, base)
+
+
+def test_int_list_with_float_scalar_promotes():
+    xs = [torch.arange(3), torch.arange(4)]
+    same(torch._foreach_add(T(xs), 0.5), torch._foreach_add(xs, 0.5))
+
+
+def test_overlapping_in_place_is_refused():
+    bt = make((4, 4)).to("tpu")
+    with pytest.raises(NotImplementedError, match="share memory"):
+        torch._foreach_add_([bt[0], bt[:, 1]], 1.0)

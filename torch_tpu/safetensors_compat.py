@@ -1,0 +1,92 @@
+"""Lets safetensors load onto tpu: `load_file(path, device="tpu")`.
+
+safetensors parses `device` itself (in Rust) against a fixed list of names
+(cpu, cuda, mps, npu, xpu, ...), so "tpu" fails before torch sees it. A
+device index is accepted and means the current accelerator, which is tpu. So
+`safe_open` (which safetensors.torch's load_file and load_model call) is
+wrapped to turn a tpu device into its index; every other device passes
+through unchanged.
+
+The wrapper replaces `safetensors.safe_open`, so a later `from safetensors
+import safe_open` (safetensors.torch, transformers) gets it. safetensors may
+be imported before or after torch_tpu (safetensors.torch imports torch,
+which loads this package halfway through), hence the import hook.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.abc
+import importlib.util
+import sys
+
+import torch
+
+_WRAPPED = "_torch_tpu_wrapped"
+
+
+def _tpu_index(device):
+    """The device index for a tpu device ("tpu", "tpu:1", torch.device), else `device`."""
+    if isinstance(device, str) and (device == "tpu" or device.startswith("tpu:")):
+        device = torch.device(device)
+    if isinstance(device, torch.device) and device.type == "tpu":
+        return torch.tpu.current_device() if device.index is None else device.index
+    return device
+
+
+def _wrap(original):
+    if getattr(original, _WRAPPED, False):
+        return original
+
+    @functools.wraps(original)
+    def safe_open(filename, framework, *args, **kwargs):
+        if args:
+            args = (_tpu_index(args[0]),) + tuple(args[1:])
+        if "device" in kwargs:
+            kwargs["device"] = _tpu_index(kwargs["device"])
+        return original(filename, framework, *args, **kwargs)
+
+    setattr(safe_open, _WRAPPED, True)
+    return safe_open
+
+
+def _patch(module) -> None:
+    if hasattr(module, "safe_open"):
+        module.safe_open = _wrap(module.safe_open)
+
+
+class _PatchAfterExec(importlib.abc.Loader):
+    def __init__(self, loader):
+        self.loader = loader
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module):
+        self.loader.exec_module(module)
+        _patch(module)
+
+
+class _Finder(importlib.abc.MetaPathFinder):
+    """Patches the safetensors package right after it is first imported."""
+
+    def find_spec(self, name, path, target=None):
+        if name != "safetensors":
+            return None
+        sys.meta_path.remove(self)  # one use; also keeps find_spec below from recursing
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.loader is not None:
+            spec.loader = _PatchAfterExec(spec.loader)
+        return spec
+
+
+def install() -> None:
+    package = sys.modules.get("safetensors")
+    if package is None:
+        sys.meta_path.insert(0, _Finder())
+        return
+    _patch(package)
+    # imported before torch_tpu without autoloading: it holds the original
+    module = sys.modules.get("safetensors.torch")
+    if module is not None:
+        _patch(module)
