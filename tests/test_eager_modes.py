@@ -194,8 +194,9 @@ def test_item_and_print_flush():
 
 
 def test_mark_step_synchronize_and_leaving_fused_flush():
+    torch_tpu.eager_mode("strict")  # the mode the block returns to (the suite may run fused)
     x = torch.ones(4, device="tpu")
-    torch.tpu.synchronize()  # x itself is deferred when the suite runs fused
+    torch.tpu.synchronize()
     with torch_tpu.eager_mode("fused"):
         y = x + 1
         assert pending() == 1
