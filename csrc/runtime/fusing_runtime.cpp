@@ -23,6 +23,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <list>
 #include <map>
 #include <memory>
 #include <set>
@@ -189,6 +190,7 @@ class ModeRuntime final : public Runtime {
  public:
   explicit ModeRuntime(Runtime& inner) : inner_(inner) {
     if (const char* n = std::getenv("TPU_FUSE_MAX_OPS")) max_ops_ = std::max(1, std::atoi(n));
+    if (const char* n = std::getenv("TPU_FUSE_CACHE_SIZE")) max_fused_ = std::max(1, std::atoi(n));
   }
 
   int device_count() override { return inner_.device_count(); }
@@ -371,14 +373,26 @@ class ModeRuntime final : public Runtime {
         for (size_t i = 0; i < t.ops[0].outs.size(); ++i)
           if (!t.ops[0].outs[i].expired()) outs.push_back(all[i]);
       } else {
+        ExecutableRef exe;
         auto cit = fused_.find(key);
         if (cit == fused_.end()) {
           ++g_stats.compiles;
-          cit = fused_.emplace(key, inner_.compile(module_text(t, live), t.device, describe(t))).first;
+          exe = inner_.compile(module_text(t, live), t.device, describe(t));
+          lru_.push_front(key);
+          fused_.emplace(key, FusedEntry{exe, lru_.begin()});
+          // Each executable holds JIT code mappings: keep the most recently
+          // used ones only (a process that runs many distinct traces, such
+          // as a test suite, would otherwise exhaust the map count).
+          while (fused_.size() > max_fused_) {
+            fused_.erase(lru_.back());
+            lru_.pop_back();
+          }
         } else {
           ++g_stats.cache_hits;
+          exe = cit->second.exe;
+          lru_.splice(lru_.begin(), lru_, cit->second.pos);
         }
-        outs = inner_.execute(*cit->second, t.params);
+        outs = inner_.execute(*exe, t.params);
       }
     } catch (const std::exception& e) {
       std::string msg = std::string("torch_tpu: running the deferred ops (") + describe(t) +
@@ -474,7 +488,13 @@ class ModeRuntime final : public Runtime {
   size_t prune_at_ = 1024;
   std::unordered_map<int, std::vector<std::weak_ptr<DeviceBuffer>>> in_flight_;
   std::unordered_map<int, std::shared_ptr<Trace>> pending_;
-  std::unordered_map<std::string, ExecutableRef> fused_;
+  struct FusedEntry {
+    ExecutableRef exe;
+    std::list<std::string>::iterator pos;  // in lru_
+  };
+  std::unordered_map<std::string, FusedEntry> fused_;
+  std::list<std::string> lru_;  // most recently used first
+  size_t max_fused_ = 256;
 };
 
 ModeRuntime* g_modes = nullptr;
