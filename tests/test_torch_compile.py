@@ -129,6 +129,27 @@ def test_second_call_compiles_nothing(name):
     assert after["fused_cache_hits"] >= stats["fused_cache_hits"] + 2
 
 
+def test_new_batch_size_runs_with_concrete_shapes():
+    # The second shape makes Dynamo retrace with a symbolic batch size; the
+    # backend runs that graph with each call's concrete shapes: one fused
+    # program per shape, compiled once, and no retrace for a third shape.
+    torch.manual_seed(6)
+    cpu_model = MLP()
+    compiled = torch.compile(copy.deepcopy(cpu_model).to("tpu"), backend="tpu")
+    for b in (6, 7, 8, 7):
+        x = torch.randn(b, 12)
+        graphs, count = torch_tpu.compile_stats()["graphs"], _C._compile_count()
+        out, grads = run_step(compiled, x.to("tpu"))
+        ref_out, ref_grads = run_step(cpu_model, x)
+        assert_close(out, ref_out, **TOL)
+        for n in ref_grads:
+            assert_close(grads[n], ref_grads[n], **TOL)
+        if b == 8:
+            assert torch_tpu.compile_stats()["graphs"] == graphs
+    torch.tpu.synchronize()
+    assert _C._compile_count() == count  # batch 7 again: every program cached
+
+
 def test_graph_break_falls_back_to_eager(capsys):
     torch.manual_seed(2)
 
