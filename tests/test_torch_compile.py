@@ -40,11 +40,12 @@ class CNN(nn.Module):
     def __init__(self):
         super().__init__()
         self.conv1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn = nn.BatchNorm2d(8)  # training mode: the graph updates its buffers
         self.conv2 = nn.Conv2d(8, 8, 3, stride=2)
         self.fc = nn.Linear(8 * 3 * 3, 4)
 
     def forward(self, x):
-        x = F.max_pool2d(F.relu(self.conv1(x)), 2)
+        x = F.max_pool2d(F.relu(self.bn(self.conv1(x))), 2)
         x = F.relu(self.conv2(x))
         return self.fc(x.flatten(1)).log_softmax(-1)
 
@@ -106,6 +107,9 @@ def test_compiled_matches_eager_and_cpu(name):
         assert grads[n].device.type == "tpu", n
         assert_close(grads[n], ref_grads[n], **TOL, msg=lambda m: f"grad of {n}: {m}")
         assert_close(grads[n], eager_grads[n].cpu(), **TOL, msg=lambda m: f"grad of {n}: {m}")
+    for (n, b), eb, cb in zip(cpu_model.named_buffers(), eager_model.buffers(), compiled_model.buffers()):
+        assert_close(cb, b, **TOL, msg=lambda m: f"buffer {n}: {m}")
+        assert_close(cb, eb.cpu(), **TOL, msg=lambda m: f"buffer {n}: {m}")
     # One forward and one backward graph, each run as a fused program.
     assert torch_tpu.compile_stats()["graphs"] >= 2
 
