@@ -281,3 +281,23 @@ def test_backend_is_registered_lazily():
     table = torch_tpu.dynamo_backend.decompositions()
     assert torch.ops.aten.gelu.default not in table
     assert torch.ops.aten.native_layer_norm_backward.default not in table
+
+
+def test_log_recompiles(tmp_path):
+    # One line per XLA compile, naming the fused graph; nothing for a cached call.
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "import torch, torch_tpu\n"
+        "f = torch.compile(lambda x: (x * 2).sin() + 1, backend='tpu', fullgraph=True)\n"
+        "x = torch.ones(4).to('tpu')  # an upload: compiles nothing\n"
+        "f(x); f(x); torch.tpu.synchronize()\n"
+    )
+    env = dict(os.environ, TORCH_TPU_LOG_RECOMPILES="1", TORCH_TPU_CACHE_DIR="")
+    r = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    lines = [ln for ln in r.stderr.splitlines() if ln.startswith("torch_tpu: XLA compile #")]
+    assert len(lines) == 1, r.stderr[-2000:]
+    assert "fused program of 3 ops" in lines[0] and "[program " in lines[0], lines[0]
