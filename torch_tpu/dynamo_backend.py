@@ -35,7 +35,8 @@ def decompositions() -> dict:
     """PyTorch's core-ATen decompositions, less those of ops that have a
     lowering rule: a rule lowers its op to one StableHLO pattern (often one
     fused reduction or select), where the decomposition would give several
-    ops. Ops without a rule are decomposed into core ATen ops, which do."""
+    ops. Ops without a rule are decomposed into core ATen ops, which mostly
+    have one."""
     from torch._decomp import core_aten_decompositions
 
     rules = set(_C._lowered_ops())
