@@ -52,4 +52,9 @@ from . import safetensors_compat  # noqa: E402
 
 safetensors_compat.install()  # safetensors' loaders accept device="tpu"
 
-__all__ = ["tpu", "eager_mode", "get_eager_mode", "mark_step", "fusion_stats"]
+from . import dynamo_backend  # noqa: E402
+from .dynamo_backend import compile_stats  # noqa: E402
+
+dynamo_backend.install()  # torch.compile(..., backend="tpu")
+
+__all__ = ["tpu", "eager_mode", "get_eager_mode", "mark_step", "fusion_stats", "compile_stats"]

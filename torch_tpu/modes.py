@@ -9,6 +9,7 @@ from the environment: TPU_LAUNCH_BLOCKING=1 (debug) or TPU_DEFER_AND_FUSE=1
 
 from __future__ import annotations
 
+import torch
 from torch.optim.optimizer import register_optimizer_step_post_hook
 
 from . import _C
@@ -69,7 +70,11 @@ def fusion_stats() -> dict:
 
 def _after_optimizer_step(optimizer, args, kwargs):
     # An optimizer step ends a training step: flushing here gives every step
-    # the same trace, so its fused program is compiled once.
+    # the same trace, so its fused program is compiled once. A step compiled
+    # by torch.compile already runs as its own fused program; the check keeps
+    # Dynamo from breaking the graph on the (untraceable) C call.
+    if torch.compiler.is_compiling():
+        return
     if _C._get_eager_mode() == 2:
         _C._mark_step()
 

@@ -7,10 +7,13 @@
 #include <c10/util/Exception.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "runtime/compile_cache.h"
@@ -200,14 +203,32 @@ class XlaRuntime final : public Runtime {
       }
       auto start = std::chrono::steady_clock::now();
       py::object exe = backend_.attr("compile_and_load")(py::bytes(text), dl, options);
-      compile_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      compile_seconds_ += seconds;
       ++compiles_;
+      if (log_compiles()) log_compile(text, what, seconds);
       if (disk.enabled()) store_cached(disk, key, exe);
       return std::make_shared<JaxExecutable>(std::move(exe), device, parse_result_types(text));
     } catch (py::error_already_set& e) {
       TORCH_CHECK(false, "torch_tpu: XLA could not compile the program for ", what, ": ", e.what(),
                   "\n--- StableHLO ---\n", text);
     }
+  }
+
+  // TORCH_TPU_LOG_RECOMPILES=1: one stderr line per XLA compile, naming
+  // the op or fused program it is for and a hash of its StableHLO (the new
+  // program key), so an unexpected recompile can be traced to its cause.
+  static bool log_compiles() {
+    static const bool on = [] {
+      const char* v = std::getenv("TORCH_TPU_LOG_RECOMPILES");
+      return v && *v && std::strcmp(v, "0") != 0;
+    }();
+    return on;
+  }
+  void log_compile(const std::string& text, const std::string& what, double seconds) const {
+    std::fprintf(stderr, "torch_tpu: XLA compile #%lld (%.3f s) for %s [program %016zx, %zu bytes]\n",
+                 static_cast<long long>(compiles_), seconds, what.c_str(), std::hash<std::string>{}(text),
+                 text.size());
   }
 
   // Everything besides the text that decides the compiled program: the

@@ -1,0 +1,160 @@
+"""`torch.compile(model, backend="tpu")`.
+
+Dynamo captures FX graphs (graph breaks run eagerly on tpu, as usual);
+AOTAutograd turns each into forward and backward ATen graphs. Every ATen
+graph is compiled here into a function that runs its ops through the normal
+eager engine in Fused Eager mode and flushes once at its end: the graph
+becomes one fused StableHLO program, built by the same C++ lowering rules as
+eager ops and cached by the fused runtime, so calling it again with the same
+shapes compiles nothing (docs/design.md, "torch.compile").
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.abc
+import importlib.util
+import sys
+import threading
+from typing import Any, Callable
+
+import torch
+
+from . import _C
+
+__all__ = ["compile_stats", "decompositions", "tpu_backend"]
+
+_FUSED = 2  # runtime::EagerMode::kFused
+
+_stats = {"graphs": 0, "graph_calls": 0}
+_stats_lock = threading.Lock()
+
+
+@functools.lru_cache(maxsize=None)
+def decompositions() -> dict:
+    """PyTorch's core-ATen decompositions, less those of ops that have a
+    lowering rule: a rule lowers its op to one StableHLO pattern (often one
+    fused reduction or select), where the decomposition would give several
+    ops. Ops without a rule are decomposed into core ATen ops, which mostly
+    have one."""
+    from torch._decomp import core_aten_decompositions
+
+    rules = set(_C._lowered_ops())
+    table = {}
+    for op, fn in core_aten_decompositions().items():
+        name = op._schema.name.split("::")[-1] if isinstance(op, torch._ops.OpOverload) else None
+        if name is not None and (name in rules or name.rstrip("_") in rules):
+            continue
+        table[op] = fn
+    return table
+
+
+def _fused_graph_compiler(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
+    """Returns a boxed function (it takes the argument list, so AOTAutograd
+    may free the inputs) that runs `gm` as one fused program."""
+    from torch.fx.graph import _BoxedCodeGen
+
+    gm.graph.set_codegen(_BoxedCodeGen())
+    gm.recompile()
+    forward = gm.forward
+    with _stats_lock:
+        _stats["graphs"] += 1
+
+    def run(args: list) -> Any:
+        with _stats_lock:
+            _stats["graph_calls"] += 1
+        prev = _C._get_eager_mode()
+        _C._set_eager_mode(_FUSED)
+        try:
+            return forward(args)
+        finally:
+            # Flush even on error: the ops deferred so far run (or raise)
+            # here rather than leak into the caller's next trace.
+            try:
+                _C._mark_step()
+            finally:
+                _C._set_eager_mode(prev)
+
+    run._boxed_call = True
+    return run
+
+
+@functools.lru_cache(maxsize=None)
+def _aot_backend():
+    from torch._dynamo.backends.common import aot_autograd
+
+    return aot_autograd(
+        fw_compiler=_fused_graph_compiler,
+        bw_compiler=_fused_graph_compiler,
+        decompositions=decompositions,  # called on the first compile
+        keep_inference_input_mutations=True,
+    )
+
+
+def tpu_backend(gm: torch.fx.GraphModule, example_inputs: list, **kwargs: Any) -> Callable:
+    """The "tpu" Dynamo backend (see the module docstring)."""
+    return _aot_backend()(gm, example_inputs, **kwargs)
+
+
+# ---- registration ----------------------------------------------------------
+# Importing torch._dynamo takes seconds, and torch_tpu is imported by every
+# `import torch`; so "tpu" is added to Dynamo's backend table only when
+# Dynamo's registry module loads, as a lazy entry like those of the
+# "torch_dynamo_backends" entry-point group (Dynamo calls its load() on the
+# first lookup of the name).
+
+_REGISTRY = "torch._dynamo.backends.registry"
+
+
+class _LazyBackend:
+    name = "tpu"
+
+    def load(self) -> Callable:
+        return tpu_backend
+
+
+def _add_to(registry) -> None:
+    registry._BACKENDS.setdefault("tpu", _LazyBackend())
+
+
+class _RegistryFinder(importlib.abc.MetaPathFinder):
+    """Finds nothing itself: wraps the loader of Dynamo's registry module so
+    that "tpu" is added right after the module runs."""
+
+    def find_spec(self, name, path, target=None):
+        if name != _REGISTRY:
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None:
+            return spec
+        run = spec.loader.exec_module
+
+        def exec_module(module):
+            run(module)
+            _add_to(module)
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+def install() -> None:
+    if _REGISTRY in sys.modules:
+        _add_to(sys.modules[_REGISTRY])
+    elif not any(isinstance(f, _RegistryFinder) for f in sys.meta_path):
+        sys.meta_path.insert(0, _RegistryFinder())
+
+
+def compile_stats() -> dict:
+    """Counters of torch.compile on tpu: `graphs` (ATen graphs compiled by the
+    backend: forward, backward or inference), `graph_calls`, and of the
+    runtime below it: `xla_compiles` (every XLA compile of the process,
+    eager ops included), `fused_compiles` / `fused_cache_hits` (fused
+    programs built / found in the cache). A graph called again with the same
+    shapes adds to `graph_calls` and `fused_cache_hits` only."""
+    with _stats_lock:
+        out = dict(_stats)
+    fusion = _C._fusion_stats()
+    out.update(xla_compiles=_C._compile_count(), fused_compiles=fusion["compiles"],
+               fused_cache_hits=fusion["cache_hits"])
+    return out
