@@ -13,8 +13,10 @@ CCACHE    := $(wildcard /usr/lib/ccache/g++)
 demo: $(EXT)
 	$(PY) examples/train_demo.py
 
+# The suite runs twice: in Strict Eager (the default) and in Fused Eager.
 test: $(EXT)
 	$(PY) -m pytest -q tests
+	TPU_DEFER_AND_FUSE=1 $(PY) -m pytest -q tests
 
 build: $(EXT)
 
