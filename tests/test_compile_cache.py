@@ -36,3 +36,33 @@ def test_new_scalar_values_do_not_recompile():
     for v in (0.5, 3.0, -7.25):
         x.mul(v).add_(v)
     assert torch_tpu._C._compile_count() == before
+
+
+BOUNDED = r"""
+import torch, torch_tpu
+def maps():
+    return sum(1 for _ in open("/proc/self/maps"))
+torch.ones(3, device="tpu").cpu()
+m0 = maps()
+for i in range(1, 201):
+    y = (torch.ones(i, device="tpu") * 2).cpu()
+    assert torch.equal(y, torch.full((i,), 2.0)), i
+programs, hits, misses = torch_tpu._C._program_cache_stats()
+print(programs, misses, maps() - m0)
+"""
+
+
+def test_program_cache_is_bounded():
+    # Each XLA executable holds code mappings; an unbounded cache made long
+    # runs reach the kernel's map limit (65530) and segfault. With 16 slots,
+    # 400 distinct programs leave at most 16 alive and the map count flat.
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, TORCH_TPU_PROGRAM_CACHE_SIZE="16", TORCH_TPU_CACHE_DIR="", TPU_DEFER_AND_FUSE="0")
+    out = subprocess.run([sys.executable, "-c", BOUNDED], env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    programs, misses, growth = map(int, out.stdout.split()[-3:])
+    assert programs <= 16 and misses >= 400
+    assert growth < 400, f"memory maps grew by {growth} for 16 live programs"

@@ -9,6 +9,7 @@
 #include <c10/util/Exception.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <sstream>
@@ -24,6 +25,7 @@
 #include "lowering/registry.h"
 #include "lowering/view.h"
 #include "runtime/runtime.h"
+#include "runtime/lru_cache.h"
 
 namespace torch_tpu::exec {
 
@@ -197,8 +199,15 @@ struct Program {
   std::vector<ReturnPlan> returns;
 };
 
-std::unordered_map<std::string, std::shared_ptr<Program>>& cache() {
-  static auto* c = new std::unordered_map<std::string, std::shared_ptr<Program>>();
+// Programs by key, the TORCH_TPU_PROGRAM_CACHE_SIZE (default 4096) most
+// recently used: each holds XLA code mappings (lru_cache.h), and an evicted
+// program that comes back is a disk-cache load, not a compile.
+runtime::LruCache<std::shared_ptr<Program>>& cache() {
+  static auto* c = [] {
+    size_t cap = 4096;
+    if (const char* n = std::getenv("TORCH_TPU_PROGRAM_CACHE_SIZE")) cap = std::max(1, std::atoi(n));
+    return new runtime::LruCache<std::shared_ptr<Program>>(cap);
+  }();
   return *c;
 }
 ProgramCacheStats g_stats;
@@ -623,17 +632,15 @@ void run_lowered_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   for (size_t i = 0; i < n; ++i)
     append_value(key, args[i], schema.arguments()[i], static_scalars, storages, runtime_floats);
 
-  auto& c = cache();
-  auto it = c.find(key);
   std::shared_ptr<Program> prog;
-  if (it != c.end()) {
+  if (auto* hit = cache().find(key)) {
     ++g_stats.hits;
-    prog = it->second;
+    prog = *hit;
     for (const auto& [arg, sizes] : prog->resizes) args[arg].toTensor().resize_(sizes);
   } else {
     ++g_stats.misses;
     prog = compile_op(op, args, device);
-    c.emplace(std::move(key), prog);
+    cache().put(key, prog);
   }
   run_program(*prog, args, stack);
 }

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "runtime/modes.h"
+#include "runtime/lru_cache.h"
 
 namespace torch_tpu::runtime {
 namespace py = pybind11;
@@ -190,7 +191,7 @@ class ModeRuntime final : public Runtime {
  public:
   explicit ModeRuntime(Runtime& inner) : inner_(inner) {
     if (const char* n = std::getenv("TPU_FUSE_MAX_OPS")) max_ops_ = std::max(1, std::atoi(n));
-    if (const char* n = std::getenv("TPU_FUSE_CACHE_SIZE")) max_fused_ = std::max(1, std::atoi(n));
+    if (const char* n = std::getenv("TPU_FUSE_CACHE_SIZE")) fused_.set_capacity(std::max(1, std::atoi(n)));
   }
 
   int device_count() override { return inner_.device_count(); }
@@ -374,23 +375,13 @@ class ModeRuntime final : public Runtime {
           if (!t.ops[0].outs[i].expired()) outs.push_back(all[i]);
       } else {
         ExecutableRef exe;
-        auto cit = fused_.find(key);
-        if (cit == fused_.end()) {
+        if (ExecutableRef* hit = fused_.find(key)) {
+          ++g_stats.cache_hits;
+          exe = *hit;
+        } else {
           ++g_stats.compiles;
           exe = inner_.compile(module_text(t, live), t.device, describe(t));
-          lru_.push_front(key);
-          fused_.emplace(key, FusedEntry{exe, lru_.begin()});
-          // Each executable holds JIT code mappings: keep the most recently
-          // used ones only (a process that runs many distinct traces, such
-          // as a test suite, would otherwise exhaust the map count).
-          while (fused_.size() > max_fused_) {
-            fused_.erase(lru_.back());
-            lru_.pop_back();
-          }
-        } else {
-          ++g_stats.cache_hits;
-          exe = cit->second.exe;
-          lru_.splice(lru_.begin(), lru_, cit->second.pos);
+          fused_.put(key, exe);  // keeps the TPU_FUSE_CACHE_SIZE most recent (lru_cache.h says why)
         }
         outs = inner_.execute(*exe, t.params);
       }
@@ -488,13 +479,7 @@ class ModeRuntime final : public Runtime {
   size_t prune_at_ = 1024;
   std::unordered_map<int, std::vector<std::weak_ptr<DeviceBuffer>>> in_flight_;
   std::unordered_map<int, std::shared_ptr<Trace>> pending_;
-  struct FusedEntry {
-    ExecutableRef exe;
-    std::list<std::string>::iterator pos;  // in lru_
-  };
-  std::unordered_map<std::string, FusedEntry> fused_;
-  std::list<std::string> lru_;  // most recently used first
-  size_t max_fused_ = 256;
+  LruCache<ExecutableRef> fused_{256};
 };
 
 ModeRuntime* g_modes = nullptr;
