@@ -14,6 +14,7 @@
 
 #include "device/guard.h"
 #include "device/storage.h"
+#include "runtime/runtime.h"
 
 namespace torch_tpu::device {
 namespace {
@@ -28,16 +29,21 @@ struct Counters {
 };
 std::array<Counters, kMaxDevices> g_counters;
 
-// Default device memory on XLA:CPU: TORCH_TPU_HBM_BYTES, else half of the
-// host's physical memory.
-int64_t default_limit() {
-  if (const char* env = std::getenv("TORCH_TPU_HBM_BYTES")) {
-    char* end = nullptr;
-    long long v = std::strtoll(env, &end, 10);
-    TORCH_CHECK(end != env && *end == '\0' && v > 0, "torch_tpu: TORCH_TPU_HBM_BYTES must be a positive integer, got '",
-                env, "'");
-    return static_cast<int64_t>(v);
-  }
+// The device memory limit: TORCH_TPU_HBM_BYTES, else the chip's own memory
+// as XLA reports it, else (XLA:CPU) half of the host's physical memory.
+// Until the runtime has started the chip's size is unknown, so the host
+// default is used without being kept.
+int64_t env_limit() {
+  const char* env = std::getenv("TORCH_TPU_HBM_BYTES");
+  if (!env) return -1;
+  char* end = nullptr;
+  long long v = std::strtoll(env, &end, 10);
+  TORCH_CHECK(end != env && *end == '\0' && v > 0, "torch_tpu: TORCH_TPU_HBM_BYTES must be a positive integer, got '",
+              env, "'");
+  return static_cast<int64_t>(v);
+}
+
+int64_t host_default_limit() {
   long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
   if (pages <= 0 || page <= 0) return int64_t{16} << 30;
   return static_cast<int64_t>(pages) * page / 2;
@@ -45,12 +51,15 @@ int64_t default_limit() {
 
 int64_t limit_of(Counters& c) {
   int64_t l = c.limit.load();
-  if (l < 0) {
-    int64_t d = default_limit();
-    c.limit.compare_exchange_strong(l, d);
-    l = c.limit.load();
+  if (l >= 0) return l;
+  int64_t d = env_limit();
+  if (d < 0) {
+    if (!runtime::started()) return host_default_limit();
+    int64_t chip = runtime::get().platform().memory_bytes;
+    d = chip > 0 ? chip : host_default_limit();
   }
-  return l;
+  c.limit.compare_exchange_strong(l, d);
+  return c.limit.load();
 }
 
 std::string format_size(int64_t bytes) {
@@ -233,7 +242,7 @@ void check_can_allocate(int device, int64_t bytes) {
 
 void set_memory_limit(int device, int64_t bytes) {
   TORCH_CHECK(device >= 0 && device < kMaxDevices, "torch_tpu: invalid device ", device);
-  g_counters[device].limit = bytes < 0 ? default_limit() : bytes;
+  g_counters[device].limit = bytes < 0 ? -1 : bytes;  // -1: read again on next use
 }
 
 void reset_peak_memory(int device) {

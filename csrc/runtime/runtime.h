@@ -33,6 +33,7 @@ struct PlatformInfo {
   std::string platform;      // "cpu", "tpu", "gpu"
   std::string device_kind;   // jax's device_kind, e.g. "TPU v5 lite" or "cpu"
   bool virtual_tpu = false;  // true when tpu devices are emulated on XLA:CPU
+  int64_t memory_bytes = 0;  // one device's memory (XLA's bytes_limit); 0 when XLA does not say (CPU)
 };
 
 class Runtime {

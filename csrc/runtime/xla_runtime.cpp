@@ -148,6 +148,12 @@ class XlaRuntime final : public Runtime {
     info_.platform = wanted;
     info_.device_kind = py::str(devices_.at(0).attr("device_kind"));
     info_.virtual_tpu = wanted == "cpu";
+    // A real chip reports its memory (HBM); XLA:CPU reports nothing.
+    try {
+      py::object stats = devices_.at(0).attr("memory_stats")();
+      if (!stats.is_none() && stats.contains("bytes_limit")) info_.memory_bytes = stats["bytes_limit"].cast<int64_t>();
+    } catch (const py::error_already_set&) {
+    }
 
     py::module_ xc = py::module_::import("jax._src.lib").attr("xla_client");
     compile_options_cls_ = xc.attr("CompileOptions");
