@@ -55,14 +55,6 @@ void check_out_overlap(const c10::FunctionSchema& schema, const std::vector<c10:
   }
 }
 
-const c10::IValue* find_arg(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args,
-                            const char* name) {
-  const auto& sargs = schema.arguments();
-  for (size_t i = 0; i < sargs.size() && i < args.size(); ++i)
-    if (sargs[i].name() == name) return &args[i];
-  return nullptr;
-}
-
 const at::Tensor* first_tensor(const std::vector<c10::IValue>& args) {
   for (const auto& v : args)
     if (v.isTensor() && v.toTensor().defined()) return &v.toTensor();
@@ -98,6 +90,14 @@ void check_values(const c10::FunctionSchema& schema, const std::vector<c10::IVal
 }
 
 }  // namespace
+
+const c10::IValue* find_arg(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args,
+                            const char* name) {
+  const auto& sargs = schema.arguments();
+  for (size_t i = 0; i < sargs.size() && i < args.size(); ++i)
+    if (sargs[i].name() == name) return &args[i];
+  return nullptr;
+}
 
 void check_args(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args) {
   check_out_overlap(schema, args);

@@ -15,4 +15,9 @@ namespace torch_tpu::exec {
 // message), or returns.
 void check_args(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
 
+// The argument named `name` in `args` (the op's arguments in schema order),
+// or nullptr.
+const c10::IValue* find_arg(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args,
+                            const char* name);
+
 }  // namespace torch_tpu::exec

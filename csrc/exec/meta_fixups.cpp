@@ -1,19 +1,13 @@
 #include "exec/meta_fixups.h"
 
+#include "exec/arg_checks.h"
+
 #include <optional>
 #include <string>
 
 namespace torch_tpu::exec {
 
 namespace {
-
-const c10::IValue* find_arg(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args,
-                            const char* name) {
-  const auto& sargs = schema.arguments();
-  for (size_t i = 0; i < sargs.size() && i < args.size(); ++i)
-    if (sargs[i].name() == name) return &args[i];
-  return nullptr;
-}
 
 bool defined_tensor(const c10::IValue* v) { return v && v->isTensor() && v->toTensor().defined(); }
 
