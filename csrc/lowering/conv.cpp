@@ -192,6 +192,30 @@ Value conv_weight_grad(Value lhs, Value rhs, const Params& p, const Dims& k) {
 
 Dims spatial(Value v) { return Dims(v.dims().begin() + 2, v.dims().end()); }
 
+// The convolution (p.transposed or not) plus the optional "bias" argument,
+// computed in acc_type and rounded once to x's type.
+Value conv_with_bias(LowerCtx& ctx, Value x, Value w, const Params& p) {
+  int64_t nsp = x.rank() - 2;
+  ElementType orig = x.element(), acc = acc_type(orig);
+  x = hlo::convert(x, acc);
+  w = hlo::convert(w, acc);
+  Value y;
+  if (!p.transposed) {
+    y = conv_forward(x, w, p);
+  } else {
+    Dims out;
+    for (int64_t i = 0; i < nsp; ++i)
+      out.push_back((x.dim(i + 2) - 1) * p.stride[i] - 2 * p.padding[i] + p.dilation[i] * (w.dim(i + 2) - 1) +
+                    p.output_padding[i] + 1);
+    y = conv_transposed(x, w, p, out);
+  }
+  if (ctx.has("bias") && !ctx.is_none("bias")) {
+    Value bias = hlo::convert(ctx.tensor("bias"), acc);
+    y = hlo::add(y, hlo::broadcast_in_dim(bias, y.dims(), {1}));
+  }
+  return hlo::convert(y, orig);
+}
+
 }  // namespace
 
 TPU_LOWERING(convolution_overrideable) {
@@ -206,25 +230,8 @@ TPU_LOWERING(convolution_overrideable) {
               ctx.dtype_of("weight"), ") should be the same");
   TORCH_CHECK(ctx.is_none("bias") || ctx.dtype_of("bias") == ctx.dtype_of("input"), "Input type (",
               ctx.dtype_of("input"), ") and bias type (", ctx.dtype_of("bias"), ") should be the same");
-  ElementType orig = x.element(), acc = acc_type(orig);
-  x = hlo::convert(x, acc);
-  w = hlo::convert(w, acc);
-  Value y;
-  if (!p.transposed) {
-    y = conv_forward(x, w, p);
-  } else {
-    Dims out;
-    for (int64_t i = 0; i < nsp; ++i)
-      out.push_back((x.dim(i + 2) - 1) * p.stride[i] - 2 * p.padding[i] + p.dilation[i] * (w.dim(i + 2) - 1) +
-                    p.output_padding[i] + 1);
-    y = conv_transposed(x, w, p, out);
-  }
-  if (!ctx.is_none("bias")) {
-    Value bias = hlo::convert(ctx.tensor("bias"), acc);
-    y = hlo::add(y, hlo::broadcast_in_dim(bias, y.dims(), {1}));
-  }
   // No meta kernel: the engine takes the value's own dtype.
-  return {hlo::convert(y, orig)};
+  return {conv_with_bias(ctx, x, w, p)};
 }
 
 TPU_LOWERING(convolution_backward_overrideable) {
@@ -309,24 +316,7 @@ std::vector<Value> slow_conv(LowerCtx& ctx, int64_t nsp, bool transposed) {
   int64_t cin = transposed ? w.dim(0) : w.dim(1);
   TORCH_CHECK(x.dim(1) == cin, ctx.op_name(), ": input of shape ", ctx.tensor_arg("self").sizes(),
               " does not match weight of shape ", ctx.tensor_arg("weight").sizes(), " (", cin, " input channels)");
-  ElementType orig = x.element(), acc = acc_type(orig);
-  x = hlo::convert(x, acc);
-  w = hlo::convert(w, acc);
-  Value y;
-  if (!transposed) {
-    y = conv_forward(x, w, p);
-  } else {
-    Dims out;
-    for (int64_t i = 0; i < nsp; ++i)
-      out.push_back((x.dim(i + 2) - 1) * p.stride[i] - 2 * p.padding[i] + p.dilation[i] * (w.dim(i + 2) - 1) +
-                    p.output_padding[i] + 1);
-    y = conv_transposed(x, w, p, out);
-  }
-  if (ctx.has("bias") && !ctx.is_none("bias")) {
-    Value bias = hlo::convert(ctx.tensor("bias"), acc);
-    y = hlo::add(y, hlo::broadcast_in_dim(bias, y.dims(), {1}));
-  }
-  return {hlo::convert(y, orig)};
+  return {conv_with_bias(ctx, x, w, p)};
 }
 
 }  // namespace
