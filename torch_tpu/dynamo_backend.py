@@ -21,6 +21,7 @@ from typing import Any, Callable
 import torch
 
 from . import _C
+from .graph_replay import ReplayCache, replay_stats
 
 __all__ = ["compile_stats", "decompositions", "tpu_backend"]
 
@@ -60,9 +61,7 @@ def _fused_graph_compiler(gm: torch.fx.GraphModule, example_inputs: list) -> Cal
     with _stats_lock:
         _stats["graphs"] += 1
 
-    def run(args: list) -> Any:
-        with _stats_lock:
-            _stats["graph_calls"] += 1
+    def run_ops(args: list) -> Any:
         prev = _C._get_eager_mode()
         _C._set_eager_mode(_FUSED)
         try:
@@ -74,6 +73,15 @@ def _fused_graph_compiler(gm: torch.fx.GraphModule, example_inputs: list) -> Cal
                 _C._mark_step()
             finally:
                 _C._set_eager_mode(prev)
+
+    # Calls after the first run as a replay of the fused program when the
+    # graph allows (graph_replay.py): no per-op dispatch.
+    replay = ReplayCache(run_ops)
+
+    def run(args: list) -> Any:
+        with _stats_lock:
+            _stats["graph_calls"] += 1
+        return replay(args)
 
     run._boxed_call = True
     return run
@@ -150,11 +158,15 @@ def compile_stats() -> dict:
     backend: forward, backward or inference), `graph_calls`, and of the
     runtime below it: `xla_compiles` (every XLA compile of the process,
     eager ops included), `fused_compiles` / `fused_cache_hits` (fused
-    programs built / found in the cache). A graph called again with the same
-    shapes adds to `graph_calls` and `fused_cache_hits` only."""
+    programs built / found in the cache), `replays` (graph calls served by a
+    replay of a captured fused program, no per-op dispatch), `captures`
+    (replays recorded) and `replay_refused` (captures that could not be
+    replayed). A graph called again with the same shapes adds to
+    `graph_calls` and `fused_cache_hits` (second call) or `replays` (later
+    calls) only."""
     with _stats_lock:
         out = dict(_stats)
     fusion = _C._fusion_stats()
     out.update(xla_compiles=_C._compile_count(), fused_compiles=fusion["compiles"],
-               fused_cache_hits=fusion["cache_hits"])
+               fused_cache_hits=fusion["cache_hits"], **replay_stats())
     return out

@@ -18,6 +18,7 @@
 
 #include "device/generator.h"
 #include "exec/arg_checks.h"
+#include "exec/capture_notes.h"
 #include "exec/meta_fixups.h"
 #include "device/guard.h"
 #include "device/storage.h"
@@ -507,7 +508,9 @@ runtime::BufferRef rng_key_buffer(const std::vector<c10::IValue>& args, int gen_
     key = impl->next_key();
   }
   uint64_t words[2] = {key.first, key.second};
-  return runtime::get().to_device(words, hlo::TensorType{ElementType::kU64, {2}}, device);
+  auto buf = runtime::get().to_device(words, hlo::TensorType{ElementType::kU64, {2}}, device);
+  if (capture::active()) capture::note_rng_key(buf, gen);  // a replay draws its own
+  return buf;
 }
 
 void run_program(const Program& prog, std::vector<c10::IValue>& args, torch::jit::Stack* stack) {
@@ -520,6 +523,7 @@ void run_program(const Program& prog, std::vector<c10::IValue>& args, torch::jit
         break;
       case ParamSource::kScalar:
         inputs.push_back(upload_scalar(args[p.arg].toScalar(), p.dtype, prog.device));
+        if (capture::active()) capture::note_constant(inputs.back());  // a graph's Scalars are its constants
         break;
       case ParamSource::kCpuTensor: {
         const at::Tensor& t = tensor_at(args, p.arg, p.item);
@@ -531,6 +535,7 @@ void run_program(const Program& prog, std::vector<c10::IValue>& args, torch::jit
               host.const_data_ptr(), hlo::TensorType{lowering::element_type(host.scalar_type()), host.sizes().vec()},
               prog.device));
         }
+        if (capture::active()) capture::note_host_value(inputs.back());  // may differ on the next call
         break;
       }
       case ParamSource::kRngKey:

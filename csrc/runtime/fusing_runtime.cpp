@@ -187,6 +187,20 @@ struct Trace {
   std::unordered_map<const DeviceBuffer*, int> param_index;
 };
 
+// A capture in progress (capture_begin .. capture_end): the first trace of
+// its device that runs is kept; anything else that would make a replay
+// differ from the eager run marks it broken.
+struct Capture {
+  int device = 0;
+  std::thread::id thread;
+  bool have = false;       // `got` holds the trace
+  std::string broken;      // first reason it cannot be replayed
+  CapturedTrace got;
+  void refuse(const std::string& why) {
+    if (broken.empty()) broken = why;
+  }
+};
+
 class ModeRuntime final : public Runtime {
  public:
   explicit ModeRuntime(Runtime& inner) : inner_(inner) {
@@ -212,6 +226,12 @@ class ModeRuntime final : public Runtime {
     const auto& prog = static_cast<const OpProgram&>(exe_base);
     RuntimeLock lock;
     EagerMode mode = eager_mode();
+    if (capture_) {
+      if (std::this_thread::get_id() != capture_->thread)
+        capture_->refuse("another thread ran tpu ops while the graph was captured");
+      else if (mode != EagerMode::kFused)
+        capture_->refuse("an op ran outside Fused Eager");
+    }
     if (mode != EagerMode::kFused) {
       std::vector<BufferRef> real;
       real.reserve(args.size());
@@ -267,6 +287,8 @@ class ModeRuntime final : public Runtime {
     BufferRef real;
     {
       RuntimeLock lock;
+      // The graph depends on a value read on the host: a replay would reuse it.
+      if (capture_) capture_->refuse("a value was read on the host (.item(), a data-dependent shape, a print)");
       real = resolve(buf);
     }
     inner_.to_host(real, dst, nbytes);
@@ -329,6 +351,47 @@ class ModeRuntime final : public Runtime {
     return lazy->real;
   }
 
+  void capture_begin(int device) {
+    TORCH_CHECK(!capture_, "torch_tpu: internal error: nested graph capture");
+    flush_all();
+    capture_ = std::make_unique<Capture>();
+    capture_->device = device;
+    capture_->thread = std::this_thread::get_id();
+  }
+
+  CapturedTrace capture_end() {
+    TORCH_CHECK(capture_, "torch_tpu: internal error: capture_end without capture_begin");
+    // Whatever the graph left deferred belongs to its trace. Keep watching
+    // while it runs, so a second trace still counts.
+    try {
+      flush_all();
+    } catch (...) {
+      capture_.reset();
+      throw;
+    }
+    std::unique_ptr<Capture> c = std::move(capture_);
+    CapturedTrace out = std::move(c->got);
+    if (!c->broken.empty()) {
+      out = CapturedTrace{};
+      out.refused = c->broken;
+    }
+    return out;
+  }
+
+  void capture_abort() { capture_.reset(); }
+  bool capture_active() const { return capture_ != nullptr; }
+
+  std::vector<BufferRef> execute_now(const Executable& exe, const std::vector<BufferRef>& args) {
+    RuntimeLock lock;
+    auto outs = inner_.execute(exe, args);
+    if (eager_mode() == EagerMode::kDebug) {
+      for (const auto& o : outs) xla_buffer_wait(*o, "a replayed graph");
+    } else {
+      track(exe.device(), outs);
+    }
+    return outs;
+  }
+
  private:
   void run_trace(Trace& t) {
     // Results: outputs still referenced outside the trace.
@@ -360,6 +423,19 @@ class ModeRuntime final : public Runtime {
         b->trace.reset();
       }
     };
+    // A capture keeps the first trace of its device; a second one (a flush
+    // in the middle of the graph) or another device's makes it unreplayable.
+    CapturedTrace* keep = nullptr;
+    if (capture_) {
+      if (capture_->have || t.device != capture_->device) {
+        capture_->refuse("the graph ran as more than one program (a value read on the host, TPU_FUSE_MAX_OPS, "
+                         "or several devices)");
+      } else {
+        capture_->have = true;
+        keep = &capture_->got;
+        keep->params = t.params;
+      }
+    }
     if (live.empty()) {  // nothing observable: the trace need not run
       ++g_stats.skipped;
       return;
@@ -370,9 +446,17 @@ class ModeRuntime final : public Runtime {
         // One op: its own program, with its arguments in order.
         std::vector<BufferRef> args;
         for (const auto& in : t.ops[0].inputs) args.push_back(t.params[in.param]);
-        auto all = inner_.execute(*t.ops[0].prog->inner(), args);
+        ExecutableRef exe = t.ops[0].prog->inner();
+        auto all = inner_.execute(*exe, args);
         for (size_t i = 0; i < t.ops[0].outs.size(); ++i)
-          if (!t.ops[0].outs[i].expired()) outs.push_back(all[i]);
+          if (!t.ops[0].outs[i].expired()) {
+            outs.push_back(all[i]);
+            if (keep) keep->exe_outputs.push_back(static_cast<int>(i));
+          }
+        if (keep) {
+          keep->exe = std::move(exe);
+          for (const auto& in : t.ops[0].inputs) keep->exe_args.push_back(in.param);
+        }
       } else {
         ExecutableRef exe;
         if (ExecutableRef* hit = fused_.find(key)) {
@@ -384,6 +468,11 @@ class ModeRuntime final : public Runtime {
           fused_.put(key, exe);  // keeps the TPU_FUSE_CACHE_SIZE most recent (lru_cache.h says why)
         }
         outs = inner_.execute(*exe, t.params);
+        if (keep) {
+          keep->exe = exe;
+          for (size_t i = 0; i < t.params.size(); ++i) keep->exe_args.push_back(static_cast<int>(i));
+          for (size_t i = 0; i < live.size(); ++i) keep->exe_outputs.push_back(static_cast<int>(i));
+        }
       }
     } catch (const std::exception& e) {
       std::string msg = std::string("torch_tpu: running the deferred ops (") + describe(t) +
@@ -395,6 +484,7 @@ class ModeRuntime final : public Runtime {
     TORCH_CHECK(outs.size() == live.size(), "torch_tpu: internal error: fused program returned ", outs.size(),
                 " values for ", live.size(), " live results");
     track(t.device, outs);
+    if (keep) keep->results.assign(live.begin(), live.end());
     for (size_t i = 0; i < live.size(); ++i) {
       live[i]->real = std::move(outs[i]);
       live[i]->trace.reset();
@@ -480,6 +570,7 @@ class ModeRuntime final : public Runtime {
   std::unordered_map<int, std::vector<std::weak_ptr<DeviceBuffer>>> in_flight_;
   std::unordered_map<int, std::shared_ptr<Trace>> pending_;
   LruCache<ExecutableRef> fused_{256};
+  std::unique_ptr<Capture> capture_;
 };
 
 ModeRuntime* g_modes = nullptr;
@@ -527,6 +618,35 @@ void invalidate_buffer_for_test(const BufferRef& buf) {
   TORCH_CHECK(buf && g_modes != nullptr, "torch_tpu: no device buffer to invalidate");
   RuntimeLock lock;
   xla_buffer_delete(*g_modes->resolve(buf));
+}
+
+void capture_begin(int device) {
+  (void)get();  // the decorator exists once the runtime has started
+  RuntimeLock lock;
+  g_modes->capture_begin(device);
+}
+
+CapturedTrace capture_end() {
+  RuntimeLock lock;
+  return g_modes->capture_end();
+}
+
+void capture_abort() {
+  if (g_modes == nullptr) return;
+  RuntimeLock lock;
+  g_modes->capture_abort();
+}
+
+bool capture_active() { return g_modes != nullptr && g_modes->capture_active(); }
+
+BufferRef resolve_buffer(const BufferRef& buf) {
+  if (!buf || dynamic_cast<LazyBuffer*>(buf.get()) == nullptr) return buf;
+  RuntimeLock lock;
+  return g_modes->resolve(buf);
+}
+
+std::vector<BufferRef> execute_now(const Executable& exe, const std::vector<BufferRef>& args) {
+  return g_modes->execute_now(exe, args);
 }
 
 std::unique_ptr<Runtime> make_mode_runtime(Runtime& inner) {

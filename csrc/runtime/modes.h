@@ -9,6 +9,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "runtime/runtime.h"
 
@@ -41,6 +43,32 @@ bool buffer_ready(const BufferRef& buf);
 // Tests only: frees the device memory behind `buf` (running it first if it
 // is deferred), as a failed device would; programs reading it then fail.
 void invalidate_buffer_for_test(const BufferRef& buf);
+
+// ---- capture (exec/graph_replay.*) -------------------------------------------
+// A capture watches one compiled graph call run in Fused Eager. If all of
+// its ops became exactly one trace, capture_end() hands back what a replay
+// needs to run that trace again without dispatching its ops.
+struct CapturedTrace {
+  std::string refused;              // why it cannot be replayed; empty when it can
+  ExecutableRef exe;                // null: nothing ran (no ops, or no live result)
+  std::vector<BufferRef> params;    // the trace's parameters (real buffers), in order
+  std::vector<int> exe_args;        // the executable's arguments as indices into params
+  std::vector<BufferRef> results;   // the trace's live lazy buffers, in result order
+  std::vector<int> exe_outputs;     // the executable's output index of each result
+};
+// Runs every pending trace (outer eager work must not join the graph), then
+// watches `device` from this thread. Lock held by the callers (GIL).
+void capture_begin(int device);
+// Flushes and stops watching.
+CapturedTrace capture_end();
+// Stops watching (the graph raised).
+void capture_abort();
+bool capture_active();
+// The real buffer behind `buf` (runs its trace if it is deferred).
+BufferRef resolve_buffer(const BufferRef& buf);
+// Runs an executable returned by capture_end now, in any mode, and tracks
+// its outputs for synchronize.
+std::vector<BufferRef> execute_now(const Executable& exe, const std::vector<BufferRef>& args);
 
 // Wraps the XLA runtime in the mode decorator; get() returns the result.
 std::unique_ptr<Runtime> make_mode_runtime(Runtime& inner);

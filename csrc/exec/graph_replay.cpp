@@ -1,0 +1,289 @@
+#include "exec/graph_replay.h"
+
+#include <c10/core/DeviceGuard.h>
+#include <c10/core/TensorImpl.h>
+#include <c10/util/Exception.h>
+
+#include <mutex>
+#include <unordered_map>
+#include <utility>
+
+#include "device/generator.h"
+#include "device/storage.h"
+#include "exec/capture_notes.h"
+#include "lowering/context.h"
+#include "runtime/modes.h"
+
+namespace torch_tpu::exec {
+
+namespace capture {
+std::atomic<bool> g_active{false};
+}
+
+namespace {
+
+using runtime::BufferRef;
+using runtime::DeviceBuffer;
+
+struct InputInfo {
+  at::Tensor tensor;      // undefined: not a tpu tensor
+  int rep = -1;           // first input with the same storage
+  BufferRef before;       // its storage's buffer object when the capture began
+  BufferRef real;         // ... and the real buffer behind it
+  size_t nbytes = 0;
+};
+
+struct CaptureState {
+  int device = 0;
+  std::vector<InputInfo> inputs;
+  std::unordered_map<const DeviceBuffer*, BufferRef> constants, host;
+  std::unordered_map<const DeviceBuffer*, std::pair<BufferRef, at::Generator>> rng;
+};
+CaptureState* g_capture = nullptr;  // touched with the GIL held
+
+const c10::StorageImpl* storage_of(const at::Tensor& t) { return t.storage().unsafeGetStorageImpl(); }
+
+}  // namespace
+
+namespace capture {
+// Notes hold the buffers, so no address is reused while the capture runs.
+void note_constant(const runtime::BufferRef& buf) {
+  if (g_capture && buf) g_capture->constants.emplace(buf.get(), buf);
+}
+void note_host_value(const runtime::BufferRef& buf) {
+  if (g_capture && buf) g_capture->host.emplace(buf.get(), buf);
+}
+void note_rng_key(const runtime::BufferRef& buf, const at::Generator& gen) {
+  if (g_capture && buf) g_capture->rng.emplace(buf.get(), std::make_pair(buf, gen));
+}
+}  // namespace capture
+
+void capture_begin(const std::vector<at::Tensor>& inputs, int device) {
+  runtime::RuntimeLock lock;
+  TORCH_CHECK(g_capture == nullptr && !runtime::capture_active(), "torch_tpu: a graph capture is already running");
+  runtime::capture_begin(device);  // runs pending eager work: every input buffer is real from here on
+  auto* st = new CaptureState();
+  st->device = device;
+  st->inputs.resize(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const at::Tensor& t = inputs[i];
+    if (!t.defined()) continue;
+    auto& in = st->inputs[i];
+    in.tensor = t;
+    in.rep = static_cast<int>(i);
+    for (size_t j = 0; j < i; ++j)
+      if (st->inputs[j].tensor.defined() && storage_of(st->inputs[j].tensor) == storage_of(t)) {
+        in.rep = st->inputs[j].rep;
+        break;
+      }
+    auto& sb = device::storage_buffer(t.storage());
+    in.before = sb.buffer;
+    in.real = runtime::resolve_buffer(sb.buffer);
+    in.nbytes = t.storage().nbytes();
+  }
+  g_capture = st;
+  capture::g_active = true;
+}
+
+void capture_abort() {
+  runtime::RuntimeLock lock;
+  capture::g_active = false;
+  delete g_capture;
+  g_capture = nullptr;
+  runtime::capture_abort();
+}
+
+std::shared_ptr<GraphReplay> capture_end(const std::vector<at::Tensor>& outputs, std::string* why) {
+  runtime::RuntimeLock lock;
+  TORCH_CHECK(g_capture != nullptr, "torch_tpu: capture_end without capture_begin");
+  std::unique_ptr<CaptureState> st(g_capture);
+  runtime::CapturedTrace ct;
+  try {
+    ct = runtime::capture_end();  // flushes what is still deferred
+  } catch (...) {
+    capture::g_active = false;
+    g_capture = nullptr;
+    throw;
+  }
+  capture::g_active = false;
+  g_capture = nullptr;
+  auto refuse = [&](std::string msg) -> std::shared_ptr<GraphReplay> {
+    *why = std::move(msg);
+    return nullptr;
+  };
+  if (!ct.refused.empty()) return refuse(ct.refused);
+
+  auto r = std::make_shared<GraphReplay>();
+  r->device = st->device;
+  r->num_inputs = st->inputs.size();
+  r->exe = ct.exe;
+  r->exe_args = ct.exe_args;
+  r->exe_outputs = ct.exe_outputs;
+
+  // Parameters: whose buffer each one is. Two storages with one buffer
+  // would be one parameter that a later call may need to split.
+  std::unordered_map<const DeviceBuffer*, int> by_buffer;
+  std::unordered_map<const DeviceBuffer*, bool> ambiguous;
+  for (const auto& in : st->inputs) {
+    if (!in.tensor.defined() || !in.real) continue;
+    auto [it, added] = by_buffer.emplace(in.real.get(), in.rep);
+    if (!added && it->second != in.rep) ambiguous[in.real.get()] = true;
+  }
+  for (size_t p = 0; p < ct.params.size(); ++p) {
+    const DeviceBuffer* b = ct.params[p].get();
+    GraphReplay::Param param{GraphReplay::Param::kInput};
+    if (auto it = by_buffer.find(b); it != by_buffer.end()) {
+      if (ambiguous.count(b)) return refuse("two input storages share one device buffer");
+      param.input = it->second;
+    } else if (auto rk = st->rng.find(b); rk != st->rng.end()) {
+      param.kind = GraphReplay::Param::kRngKey;
+      param.gen = rk->second.second;
+    } else if (st->host.count(b)) {
+      return refuse("the graph uploads a value from host memory (a CPU tensor argument)");
+    } else if (auto c = st->constants.find(b); c != st->constants.end()) {
+      param.kind = GraphReplay::Param::kConstant;
+      param.constant = c->second;
+    } else {
+      return refuse("a parameter of the fused program is neither an input, a constant nor a random key "
+                    "(a tensor uploaded or held from outside the graph)");
+    }
+    r->params.push_back(std::move(param));
+  }
+
+  std::unordered_map<const DeviceBuffer*, int> result_of;
+  for (size_t k = 0; k < ct.results.size(); ++k) result_of.emplace(ct.results[k].get(), static_cast<int>(k));
+  std::vector<bool> used(ct.results.size(), false);
+
+  // Input storages the graph wrote: their new buffer must be a result.
+  for (size_t i = 0; i < st->inputs.size(); ++i) {
+    const auto& in = st->inputs[i];
+    if (!in.tensor.defined() || in.rep != static_cast<int>(i)) continue;
+    auto& sb = device::storage_buffer(in.tensor.storage());
+    if (in.tensor.storage().nbytes() != in.nbytes) return refuse("the graph resized an input's storage");
+    if (sb.buffer.get() == in.before.get()) continue;
+    auto it = result_of.find(sb.buffer.get());
+    if (it == result_of.end()) return refuse("an input's storage was given a buffer the graph did not compute");
+    used[it->second] = true;
+    r->writes.push_back(GraphReplay::Write{static_cast<int>(i), it->second, sb.dtype});
+  }
+
+  // Outputs: views of input storages or of new storages holding results.
+  std::unordered_map<const c10::StorageImpl*, int> storage_index;
+  for (size_t i = 0; i < st->inputs.size(); ++i) {
+    const auto& in = st->inputs[i];
+    if (in.tensor.defined() && in.rep == static_cast<int>(i)) {
+      storage_index.emplace(storage_of(in.tensor), static_cast<int>(r->storages.size()));
+      GraphReplay::Storage s;
+      s.input = static_cast<int>(i);
+      r->storages.push_back(s);
+    }
+  }
+  for (const auto& o : outputs) {
+    TORCH_CHECK(o.defined() && o.is_privateuseone() && o.has_storage(),
+                "torch_tpu: internal error: capture_end takes tpu tensors");
+    auto [it, added] = storage_index.emplace(storage_of(o), static_cast<int>(r->storages.size()));
+    if (added) {
+      auto& sb = device::storage_buffer(o.storage());
+      GraphReplay::Storage s;
+      s.nbytes = o.storage().nbytes();
+      s.buffer_dtype = sb.dtype;
+      if (sb.buffer) {
+        auto k = result_of.find(sb.buffer.get());
+        if (k == result_of.end())
+          return refuse("an output's storage holds a buffer the graph did not compute (a tensor from outside it?)");
+        s.result = k->second;
+        used[k->second] = true;
+      }
+      r->new_bytes += static_cast<int64_t>(s.nbytes);
+      r->storages.push_back(s);
+    }
+    r->outputs.push_back(GraphReplay::Output{it->second, o.scalar_type(), o.sizes().vec(), o.strides().vec(),
+                                             o.storage_offset()});
+  }
+  // A result nobody above holds is referenced from somewhere the replay
+  // would not update.
+  for (size_t k = 0; k < used.size(); ++k)
+    if (!used[k]) return refuse("a value the graph computed is held outside its inputs and outputs");
+  return r;
+}
+
+std::vector<at::Tensor> GraphReplay::run(const std::vector<at::Tensor>& inputs) const {
+  TORCH_CHECK(inputs.size() == num_inputs, "torch_tpu: replayed graph called with ", inputs.size(),
+              " arguments, captured with ", num_inputs);
+  runtime::RuntimeLock lock;
+  std::vector<BufferRef> pbufs;
+  pbufs.reserve(params.size());
+  for (const auto& p : params) {
+    switch (p.kind) {
+      case Param::kInput: {
+        const at::Tensor& t = inputs[p.input];
+        TORCH_CHECK(t.defined() && t.is_privateuseone(), "torch_tpu: replayed graph: argument ", p.input,
+                    " is not a tpu tensor");
+        BufferRef b = runtime::resolve_buffer(device::storage_buffer(t.storage()).buffer);
+        TORCH_CHECK(b, "torch_tpu: replayed graph: argument ", p.input, " has no device buffer");
+        pbufs.push_back(std::move(b));
+        break;
+      }
+      case Param::kConstant:
+        pbufs.push_back(p.constant);
+        break;
+      case Param::kRngKey: {
+        // A fresh key per call, drawn in the order the ops drew theirs, so a
+        // replay draws the numbers the eager run would.
+        auto* impl = at::check_generator<device::TpuGeneratorImpl>(p.gen);
+        std::pair<uint64_t, uint64_t> key;
+        {
+          std::lock_guard<std::mutex> g(p.gen.mutex());
+          key = impl->next_key();
+        }
+        uint64_t words[2] = {key.first, key.second};
+        pbufs.push_back(runtime::get().to_device(words, hlo::TensorType{hlo::ElementType::kU64, {2}}, device));
+        break;
+      }
+    }
+  }
+  // As for one op: the new storages must fit before anything runs.
+  if (new_bytes > 0) device::check_can_allocate(device, new_bytes);
+  std::vector<BufferRef> results;
+  if (exe) {
+    std::vector<BufferRef> args;
+    args.reserve(exe_args.size());
+    for (int a : exe_args) args.push_back(pbufs[a]);
+    auto outs = runtime::execute_now(*exe, args);
+    results.reserve(exe_outputs.size());
+    for (int o : exe_outputs) results.push_back(outs[o]);
+  }
+  for (const auto& w : writes) {
+    auto& sb = device::storage_buffer(inputs[w.input].storage());
+    sb.buffer = results[w.result];
+    sb.dtype = w.buffer_dtype;
+  }
+  std::vector<c10::Storage> made;
+  made.reserve(storages.size());
+  {
+    c10::DeviceGuard guard(c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(device)));
+    for (const auto& s : storages) {
+      if (s.input >= 0) {
+        made.push_back(inputs[s.input].storage());
+        continue;
+      }
+      c10::Storage st(c10::Storage::use_byte_size_t(), s.nbytes, device::allocator(), /*resizable=*/true);
+      auto& sb = device::storage_buffer(st);
+      if (s.result >= 0) sb.buffer = results[s.result];
+      sb.dtype = s.buffer_dtype;
+      made.push_back(std::move(st));
+    }
+  }
+  std::vector<at::Tensor> outs;
+  outs.reserve(outputs.size());
+  for (const auto& o : outputs) {
+    auto impl = c10::make_intrusive<c10::TensorImpl>(c10::Storage(made[o.storage]),
+                                                     c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
+                                                     caffe2::TypeMeta::fromScalarType(o.dtype));
+    impl->set_sizes_and_strides(o.sizes, o.strides, o.offset);
+    outs.emplace_back(std::move(impl));
+  }
+  return outs;
+}
+
+}  // namespace torch_tpu::exec

@@ -1,0 +1,73 @@
+// Capture and replay of a compiled graph call (docs/design.md, "torch.compile").
+//
+// A graph call run in Fused Eager becomes one trace. capture_begin/
+// capture_end watch such a call; if its ops became exactly one trace whose
+// every parameter is an input's storage buffer, a constant or a random key,
+// and every output and input mutation is one of its results (or an input's
+// storage), the result is a GraphReplay: later calls with the same input
+// signature gather the input buffers, run the fused executable once and wrap
+// its results into tensors, without dispatching a single op.
+#pragma once
+
+#include <ATen/core/Generator.h>
+#include <ATen/core/Tensor.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/runtime.h"
+
+namespace torch_tpu::exec {
+
+class GraphReplay {
+ public:
+  // `inputs`: the call's arguments, undefined where one is not a tpu tensor
+  // (same positions as at capture). Returns the tpu tensor outputs given to
+  // capture_end, in order.
+  std::vector<at::Tensor> run(const std::vector<at::Tensor>& inputs) const;
+
+  struct Param {
+    enum Kind { kInput, kConstant, kRngKey } kind;
+    int input = -1;               // kInput: whose storage buffer
+    runtime::BufferRef constant;  // kConstant
+    mutable at::Generator gen;    // kRngKey: a fresh key is drawn on every call (mutex() is non-const)
+  };
+  struct Storage {                // one storage behind one or more outputs
+    int input = -1;               // an input's storage, or a new one:
+    int result = -1;              // its buffer (-1: none, reads as zeros)
+    size_t nbytes = 0;
+    at::ScalarType buffer_dtype = at::ScalarType::Undefined;
+  };
+  struct Output {
+    int storage;
+    at::ScalarType dtype;
+    std::vector<int64_t> sizes, strides;
+    int64_t offset;
+  };
+  struct Write {                  // the graph replaced an input storage's buffer
+    int input;
+    int result;
+    at::ScalarType buffer_dtype;
+  };
+
+  int device = 0;
+  size_t num_inputs = 0;
+  runtime::ExecutableRef exe;     // null: nothing to run
+  std::vector<Param> params;
+  std::vector<int> exe_args, exe_outputs;
+  std::vector<Storage> storages;
+  std::vector<Output> outputs;
+  std::vector<Write> writes;
+  int64_t new_bytes = 0;          // bytes of the new storages (memory check)
+};
+
+// Starts watching a graph call on `device`; `inputs` as for GraphReplay::run.
+// Runs pending eager work first.
+void capture_begin(const std::vector<at::Tensor>& inputs, int device);
+// `outputs`: the call's tpu tensor outputs. Returns the replay, or null and
+// the reason in `why`.
+std::shared_ptr<GraphReplay> capture_end(const std::vector<at::Tensor>& outputs, std::string* why);
+void capture_abort();
+
+}  // namespace torch_tpu::exec

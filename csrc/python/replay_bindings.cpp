@@ -1,0 +1,120 @@
+// torch_tpu._C bindings of graph capture and replay (exec/graph_replay.h),
+// used by torch_tpu/graph_replay.py.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+#include <torch/csrc/autograd/python_variable.h>
+#include <torch/csrc/utils/pybind.h>
+
+#include <string>
+#include <vector>
+
+#include "device/storage.h"
+#include "exec/graph_replay.h"
+#include "lowering/precision.h"
+
+namespace py = pybind11;
+using namespace torch_tpu;
+
+namespace {
+
+// The call's arguments as GraphReplay sees them: tpu tensors, undefined for
+// anything else.
+std::vector<at::Tensor> tpu_tensors(const py::sequence& args) {
+  std::vector<at::Tensor> out;
+  out.reserve(args.size());
+  for (const auto& h : args) {
+    if (THPVariable_Check(h.ptr())) {
+      const at::Tensor& t = THPVariable_Unpack(h.ptr());
+      if (t.defined() && t.is_privateuseone()) {
+        out.push_back(t);
+        continue;
+      }
+    }
+    out.emplace_back();
+  }
+  return out;
+}
+
+void append_int(std::string& k, int64_t v) {
+  k += std::to_string(v);
+  k += ',';
+}
+
+// Everything about the arguments that shapes the per-op programs (what
+// op_runner keys on) and the trace: geometry, dtype, storage size, which
+// arguments share a storage, and a tpu storage's buffer state. None when an
+// argument cannot be keyed (a tensor without storage).
+py::object replay_key(const py::sequence& args) {
+  std::string k;
+  k.reserve(48 * args.size());
+  k += static_cast<char>('0' + static_cast<int>(lowering::matmul_precision()));
+  std::vector<const void*> storages;
+  for (const auto& h : args) {
+    if (!THPVariable_Check(h.ptr())) {
+      // Non-tensor arguments are graph constants: keyed by type and value.
+      k += 'v';
+      k += Py_TYPE(h.ptr())->tp_name;
+      k += ':';
+      k += py::repr(h).cast<std::string>();
+      k += '|';
+      continue;
+    }
+    const at::Tensor& t = THPVariable_Unpack(h.ptr());
+    if (!t.defined()) {
+      k += "U|";
+      continue;
+    }
+    if (t.layout() != at::kStrided || !t.has_storage()) return py::none();
+    k += 'T';
+    append_int(k, static_cast<int>(t.device().type()));
+    append_int(k, t.device().index());
+    append_int(k, static_cast<int>(t.scalar_type()));
+    for (auto s : t.sizes()) append_int(k, s);
+    k += '/';
+    for (auto s : t.strides()) append_int(k, s);
+    k += '@';
+    append_int(k, t.storage_offset());
+    append_int(k, static_cast<int64_t>(t.storage().nbytes()));
+    k += t.is_conj() ? 'c' : '-';
+    k += t.is_neg() ? 'n' : '-';
+    if (t.is_privateuseone()) {
+      const auto& sb = device::storage_buffer(t.storage());
+      append_int(k, sb.buffer ? static_cast<int>(sb.dtype) : -1);
+    }
+    const void* impl = t.storage().unsafeGetStorageImpl();
+    size_t pos = 0;
+    while (pos < storages.size() && storages[pos] != impl) ++pos;
+    if (pos == storages.size()) storages.push_back(impl);
+    k += 's';
+    append_int(k, static_cast<int64_t>(pos));
+    k += '|';
+  }
+  return py::bytes(k);
+}
+
+}  // namespace
+
+void init_replay_bindings(py::module& m) {
+  m.def("_replay_key", &replay_key);
+  m.def("_replay_capture_begin", [](const py::sequence& args, int device) {
+    exec::capture_begin(tpu_tensors(args), device);
+  });
+  // Returns (replay, "") or (None, why not).
+  m.def("_replay_capture_end", [](const std::vector<at::Tensor>& outputs) {
+    std::string why;
+    auto r = exec::capture_end(outputs, &why);
+    return py::make_tuple(r ? py::cast(r) : py::none(), why);
+  });
+  m.def("_replay_capture_abort", [] { exec::capture_abort(); });
+  py::class_<exec::GraphReplay, std::shared_ptr<exec::GraphReplay>>(m, "_GraphReplay")
+      .def("run", [](const exec::GraphReplay& r, const py::sequence& args) { return r.run(tpu_tensors(args)); })
+      .def_property_readonly("num_params", [](const exec::GraphReplay& r) { return r.params.size(); })
+      .def_property_readonly("num_outputs", [](const exec::GraphReplay& r) { return r.outputs.size(); })
+      .def_property_readonly("num_input_writes", [](const exec::GraphReplay& r) { return r.writes.size(); })
+      .def_property_readonly("num_random_keys", [](const exec::GraphReplay& r) {
+        size_t n = 0;
+        for (const auto& p : r.params) n += p.kind == exec::GraphReplay::Param::kRngKey;
+        return n;
+      })
+      .def_property_readonly("runs_program", [](const exec::GraphReplay& r) { return r.exe != nullptr; });
+}
