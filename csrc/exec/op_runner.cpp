@@ -535,7 +535,14 @@ void run_program(const Program& prog, std::vector<c10::IValue>& args, torch::jit
               host.const_data_ptr(), hlo::TensorType{lowering::element_type(host.scalar_type()), host.sizes().vec()},
               prog.device));
         }
-        if (capture::active()) capture::note_host_value(inputs.back());  // may differ on the next call
+        // A wrapped number is a Python scalar of the graph (`x + 1` as
+        // add.Tensor): a constant. Any other CPU tensor may differ next call.
+        if (capture::active()) {
+          if (t.dim() == 0 && t.unsafeGetTensorImpl()->is_wrapped_number())
+            capture::note_constant(inputs.back());
+          else
+            capture::note_host_value(inputs.back());
+        }
         break;
       }
       case ParamSource::kRngKey:
