@@ -132,7 +132,7 @@ class ReplayCache:
         else:
             self._entries.move_to_end(key)
         if entry is None:  # refused before
-            return self.run_ops(args)
+            return self._run_plain(args)
         if entry.replay is not None:
             inputs = list(args)
             args.clear()  # boxed convention: the callee drops the caller's references
@@ -141,8 +141,16 @@ class ReplayCache:
             return out
         if entry.calls < self.capture_after:
             entry.calls += 1
-            return self.run_ops(args)
+            return self._run_plain(args)
         return self._capture(key, args)
+
+    def _run_plain(self, args: list) -> Any:
+        # Deferred eager work from before the call runs first, as the capture
+        # does: every call of a signature then builds the same trace (in
+        # Fused Eager it would otherwise join the graph's trace), so the
+        # capture finds the fused program the plain calls compiled.
+        _C._mark_step()
+        return self.run_ops(args)
 
     def _capture(self, key: bytes, args: list) -> Any:
         inputs = list(args)  # run_ops clears args
