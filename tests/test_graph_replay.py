@@ -274,3 +274,27 @@ def test_pending_eager_work_does_not_join_the_graph():
             y = torch.full((4,), float(i), device="tpu") + 1  # deferred outside the graph
             out = f(y)
             assert_close(out, torch.full((4,), 3.0 * (i + 1)))
+
+
+def test_tensor_from_outside_the_arguments_is_not_frozen():
+    w = torch.ones(3, device="tpu")
+    cache = ReplayCache(fused_runner(lambda x: x + w))
+    x = torch.randn(3)
+    for i in range(4):
+        w.add_(1)  # a later call must see the new value
+        assert_close(cache([x.to("tpu")]), x + 2 + i)
+    assert len(cache.refusals) == 1
+
+
+def test_input_metadata_change_is_not_replayed():
+    def f(x):
+        x.t_()
+        return x * 2
+
+    cache = ReplayCache(fused_runner(f))
+    for i in range(4):
+        x = torch.randn(2, 3)
+        tx = x.to("tpu")
+        assert_close(cache([tx]), x.t() * 2)
+        assert tx.shape == (3, 2)
+    assert "shape" in next(iter(cache.refusals.values()))

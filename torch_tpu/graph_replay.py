@@ -139,7 +139,9 @@ class ReplayCache:
             out = _build(entry.spec, inputs, entry.replay.run(inputs))
             _count("replays")
             return out
-        if entry.calls < self.capture_after:
+        if entry.calls < self.capture_after or _C._replay_capture_active():
+            # (Another graph being captured, e.g. on another thread: this
+            # call runs plainly, and that capture will be refused.)
             entry.calls += 1
             return self._run_plain(args)
         return self._capture(key, args)

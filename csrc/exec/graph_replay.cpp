@@ -31,6 +31,10 @@ struct InputInfo {
   BufferRef before;       // its storage's buffer object when the capture began
   BufferRef real;         // ... and the real buffer behind it
   size_t nbytes = 0;
+  // Its metadata: a graph that changes it (set_, resize_, t_) is not replayed.
+  const c10::StorageImpl* storage = nullptr;
+  std::vector<int64_t> sizes, strides;
+  int64_t offset = 0;
 };
 
 struct CaptureState {
@@ -80,6 +84,10 @@ void capture_begin(const std::vector<at::Tensor>& inputs, int device) {
     in.before = sb.buffer;
     in.real = runtime::resolve_buffer(sb.buffer);
     in.nbytes = t.storage().nbytes();
+    in.storage = storage_of(t);
+    in.sizes = t.sizes().vec();
+    in.strides = t.strides().vec();
+    in.offset = t.storage_offset();
   }
   g_capture = st;
   capture::g_active = true;
@@ -154,6 +162,14 @@ std::shared_ptr<GraphReplay> capture_end(const std::vector<at::Tensor>& outputs,
   for (size_t k = 0; k < ct.results.size(); ++k) result_of.emplace(ct.results[k].get(), static_cast<int>(k));
   std::vector<bool> used(ct.results.size(), false);
 
+  // A replay changes input buffers only, never an input's metadata.
+  for (const auto& in : st->inputs) {
+    if (!in.tensor.defined()) continue;
+    if (storage_of(in.tensor) != in.storage || in.tensor.sizes() != at::IntArrayRef(in.sizes) ||
+        in.tensor.strides() != at::IntArrayRef(in.strides) || in.tensor.storage_offset() != in.offset)
+      return refuse("the graph changed an input's storage, shape or strides (set_, resize_, an in-place view op)");
+  }
+
   // Input storages the graph wrote: their new buffer must be a result.
   for (size_t i = 0; i < st->inputs.size(); ++i) {
     const auto& in = st->inputs[i];
@@ -211,6 +227,9 @@ std::vector<at::Tensor> GraphReplay::run(const std::vector<at::Tensor>& inputs) 
   TORCH_CHECK(inputs.size() == num_inputs, "torch_tpu: replayed graph called with ", inputs.size(),
               " arguments, captured with ", num_inputs);
   runtime::RuntimeLock lock;
+  // As for one op: the new storages must fit before anything runs (or a
+  // random key is drawn).
+  if (new_bytes > 0) device::check_can_allocate(device, new_bytes);
   std::vector<BufferRef> pbufs;
   pbufs.reserve(params.size());
   for (const auto& p : params) {
@@ -242,8 +261,6 @@ std::vector<at::Tensor> GraphReplay::run(const std::vector<at::Tensor>& inputs) 
       }
     }
   }
-  // As for one op: the new storages must fit before anything runs.
-  if (new_bytes > 0) device::check_can_allocate(device, new_bytes);
   std::vector<BufferRef> results;
   if (exe) {
     std::vector<BufferRef> args;

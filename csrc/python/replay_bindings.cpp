@@ -11,6 +11,7 @@
 #include "device/storage.h"
 #include "exec/graph_replay.h"
 #include "lowering/precision.h"
+#include "runtime/modes.h"
 
 namespace py = pybind11;
 using namespace torch_tpu;
@@ -106,6 +107,7 @@ void init_replay_bindings(py::module& m) {
     return py::make_tuple(r ? py::cast(r) : py::none(), why);
   });
   m.def("_replay_capture_abort", [] { exec::capture_abort(); });
+  m.def("_replay_capture_active", [] { return runtime::capture_active(); });
   py::class_<exec::GraphReplay, std::shared_ptr<exec::GraphReplay>>(m, "_GraphReplay")
       .def("run", [](const exec::GraphReplay& r, const py::sequence& args) { return r.run(tpu_tensors(args)); })
       .def_property_readonly("num_params", [](const exec::GraphReplay& r) { return r.params.size(); })
