@@ -44,8 +44,11 @@ class MLP(nn.Module):
 def train(model, xs, compile_step):
     """AdamW training loop through a compiled model (and optimizer step);
     returns the losses and final parameters, on CPU."""
-    opt = torch.optim.AdamW(model.parameters(), lr=0.01, weight_decay=0.1)
     dev = next(model.parameters()).device
+    # capturable: the step counters live on tpu, so the compiled step is
+    # replayable (CPU counters are updated on the host: not replayed).
+    opt = torch.optim.AdamW(model.parameters(), lr=0.01, weight_decay=0.1,
+                            capturable=compile_step and dev.type == "tpu")
     compiled = torch.compile(model, backend="tpu") if dev.type == "tpu" else model
 
     def step():
@@ -76,7 +79,8 @@ def test_training_loop_matches_plain_path_and_cpu(monkeypatch, compile_step):
     torch._dynamo.reset()
     before = stats()["replays"]
     losses, params = train(copy.deepcopy(init).to("tpu"), xs, compile_step)
-    assert stats()["replays"] - before >= 2 * (len(xs) - 2), "forward and backward were not replayed"
+    graphs = 3 if compile_step else 2  # forward, backward (, optimizer step)
+    assert stats()["replays"] - before >= graphs * (len(xs) - 2), "a graph was not replayed"
 
     # The replay runs the very program the plain path runs: bitwise equal.
     # (In outer Fused Eager the plain path lets eager ops around the graph
@@ -298,3 +302,43 @@ def test_input_metadata_change_is_not_replayed():
         assert_close(cache([tx]), x.t() * 2)
         assert tx.shape == (3, 2)
     assert "shape" in next(iter(cache.refusals.values()))
+
+
+class DropMLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ln, self.fc1, self.drop, self.fc2 = nn.LayerNorm(16), nn.Linear(16, 64), nn.Dropout(0.2), nn.Linear(64, 4)
+
+    def forward(self, x):
+        return self.fc2(self.drop(F.gelu(self.fc1(self.ln(x)))))
+
+
+def test_training_with_dropout_matches_plain_path(monkeypatch):
+    torch.manual_seed(0)
+    init = DropMLP()
+
+    def run():
+        torch._dynamo.reset()
+        model = copy.deepcopy(init).to("tpu")
+        opt = torch.optim.AdamW(model.parameters(), lr=0.01, capturable=True)
+        compiled, step = torch.compile(model, backend="tpu"), torch.compile(opt.step, backend="tpu")
+        torch.manual_seed(1)
+        losses = []
+        for _ in range(6):
+            opt.zero_grad()
+            loss = compiled(torch.randn(8, 16, device="tpu")).square().mean()
+            loss.backward()
+            step()
+            losses.append(loss.detach().cpu())
+        return torch.stack(losses), [p.detach().cpu() for p in model.parameters()]
+
+    monkeypatch.setenv("TORCH_TPU_GRAPH_REPLAY", "0")
+    plain = run()
+    monkeypatch.delenv("TORCH_TPU_GRAPH_REPLAY")
+    before = stats()["replays"]
+    replayed = run()
+    assert stats()["replays"] - before == 3 * 4  # forward, backward, step from the third call on
+    same = torch.equal if torch_tpu.get_eager_mode() != "fused" else lambda a, b: assert_close(a, b, **TOL) is None
+    assert same(replayed[0], plain[0])
+    for p, q in zip(replayed[1], plain[1]):
+        assert same(p, q)
