@@ -342,3 +342,14 @@ def test_training_with_dropout_matches_plain_path(monkeypatch):
     assert same(replayed[0], plain[0])
     for p, q in zip(replayed[1], plain[1]):
         assert same(p, q)
+
+
+def test_one_op_graph():
+    # A one-op trace runs the op's own program (arguments in its order, a
+    # Scalar among them), not a fused one.
+    f = torch.compile(lambda x, y: torch.add(y, x, alpha=3), backend="tpu")
+    before = stats()["replays"]
+    for _ in range(4):
+        x, y = torch.randn(5), torch.randn(5)
+        assert_close(f(x.to("tpu"), y.to("tpu")), y + 3 * x, **TOL)
+    assert stats()["replays"] - before == 2
