@@ -87,6 +87,14 @@ def _fused_graph_compiler(gm: torch.fx.GraphModule, example_inputs: list) -> Cal
     return run
 
 
+def _inference_graph_compiler(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
+    """Inference graphs with symbolic sizes run padded to size buckets
+    (bounded_graph.py); others as `_fused_graph_compiler`."""
+    from .bounded_graph import make_runner
+
+    return make_runner(gm, _fused_graph_compiler(gm, example_inputs))
+
+
 @functools.lru_cache(maxsize=None)
 def _aot_backend():
     from torch._dynamo.backends.common import aot_autograd
@@ -94,6 +102,7 @@ def _aot_backend():
     return aot_autograd(
         fw_compiler=_fused_graph_compiler,
         bw_compiler=_fused_graph_compiler,
+        inference_compiler=_inference_graph_compiler,
         decompositions=decompositions,  # called on the first compile
         keep_inference_input_mutations=True,
     )
@@ -163,9 +172,14 @@ def compile_stats() -> dict:
     (replays recorded) and `replay_refused` (captures that could not be
     replayed). A graph called again with the same shapes adds to
     `graph_calls` and `fused_cache_hits` (second call) or `replays` (later
-    calls) only."""
+    calls) only. Graphs with symbolic sizes run padded to buckets
+    (bounded_graph.py) count `bounded_calls` and `bounded_compiles` (their
+    fused programs)."""
     with _stats_lock:
         out = dict(_stats)
+    from . import bounded_graph
+
+    out.update(bounded_graph.stats)
     fusion = _C._fusion_stats()
     out.update(xla_compiles=_C._compile_count(), fused_compiles=fusion["compiles"],
                fused_cache_hits=fusion["cache_hits"], **replay_stats())

@@ -1,0 +1,181 @@
+"""Bounded dynamism: graphs with symbolic sizes (mark_dynamic) run padded to
+power-of-two buckets, compile once per bucket, and give the unpadded
+results."""
+
+import math
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import torch_tpu
+from torch_tpu import _C
+from torch_tpu.bounded_graph import bucket
+from utils import assert_close
+
+TOL = dict(atol=2e-5, rtol=2e-5)
+
+
+@pytest.fixture(autouse=True)
+def fresh_dynamo():
+    torch._dynamo.reset()
+    prev = torch_tpu.get_eager_mode()
+    yield
+    torch._dynamo.reset()
+    torch_tpu.eager_mode(prev)
+
+
+def bounded_compiles():
+    return torch_tpu.compile_stats()["bounded_compiles"]
+
+
+def test_bucket_sizes():
+    assert [bucket(v, None) for v in (1, 2, 3, 5, 8, 9, 100)] == [1, 2, 4, 8, 8, 16, 128]
+    assert bucket(90, 96) == 96 and bucket(5, 6) == 6
+
+
+# ---- a causal LM with a growing KV cache ----------------------------------------
+
+
+class Block(nn.Module):
+    def __init__(self, d, heads):
+        super().__init__()
+        self.heads = heads
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.fc, self.out = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+
+    def forward(self, x, k_cache, v_cache):
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(d, dim=-1)
+        q, k, v = (z.view(b, t, self.heads, d // self.heads).transpose(1, 2) for z in (q, k, v))
+        k = torch.cat([k_cache, k], dim=2)
+        v = torch.cat([v_cache, v], dim=2)
+        att = (q @ k.transpose(-1, -2)) / math.sqrt(d // self.heads)
+        y = (att.softmax(-1) @ v).transpose(1, 2).reshape(b, t, d)
+        x = x + self.proj(y)
+        return x + self.out(F.gelu(self.fc(self.ln2(x)))), k, v
+
+
+class TinyLM(nn.Module):
+    def __init__(self, vocab=64, d=32, heads=4, layers=2, positions=512):
+        super().__init__()
+        self.emb, self.pos = nn.Embedding(vocab, d), nn.Embedding(positions, d)
+        self.blocks = nn.ModuleList(Block(d, heads) for _ in range(layers))
+        self.ln, self.head = nn.LayerNorm(d), nn.Linear(d, vocab, bias=False)
+
+    def decode(self, tok, pos, ks, vs):
+        """One token in, the next greedy token and the caches one longer out."""
+        x = self.emb(tok) + self.pos(pos)
+        new_k, new_v = [], []
+        for blk, kc, vc in zip(self.blocks, ks, vs):
+            x, k, v = blk(x, kc, vc)
+            new_k.append(k)
+            new_v.append(v)
+        return self.head(self.ln(x))[:, -1].argmax(-1), new_k, new_v
+
+
+def generate(model, device, steps, compiled, prompt=4):
+    torch.manual_seed(1)
+    shape = (1, 4, prompt, 8)
+    ks = [torch.randn(shape).to(device) for _ in model.blocks]
+    vs = [torch.randn(shape).to(device) for _ in model.blocks]
+    step = torch.compile(model.decode, backend="tpu") if compiled else model.decode
+    tok = torch.tensor([[1]], device=device)
+    out = []
+    for i in range(steps):
+        if compiled:
+            for t in ks + vs:
+                torch._dynamo.mark_dynamic(t, 2, min=2, max=prompt + steps)
+        pos = torch.tensor([prompt + i], device=device)
+        nxt, ks, vs = step(tok, pos, ks, vs)
+        tok = nxt.view(1, 1)
+        out.append(nxt)
+    return [int(t.item()) for t in out], ks
+
+
+def test_decode_256_tokens_compiles_per_bucket():
+    torch.manual_seed(0)
+    model = TinyLM().eval()
+    with torch.no_grad():
+        want, want_k = generate(model, "cpu", 256, compiled=False)
+        tpu_model = TinyLM().eval()
+        tpu_model.load_state_dict(model.state_dict())
+        tpu_model.to("tpu")
+        before = bounded_compiles()
+        got, got_k = generate(tpu_model, "tpu", 256, compiled=True)
+    compiles = bounded_compiles() - before
+    assert got == want
+    assert got_k[0].shape == want_k[0].shape == (1, 4, 260, 8)
+    assert_close(got_k[1].cpu(), want_k[1], atol=1e-4, rtol=1e-4)
+    # Sizes 4..259: buckets 4, 8, ..., 256 and the cap 260.
+    assert compiles <= math.ceil(math.log2(256)) + 2, compiles
+
+
+# ---- the rules, one by one --------------------------------------------------------
+
+
+def run_sizes(fn, sizes, make, dims):
+    """fn compiled with `dims` ({arg: dim}) marked dynamic, called at each
+    size; returns the bounded compiles and checks every result against CPU."""
+    torch._dynamo.reset()
+    compiled = torch.compile(fn, backend="tpu")
+    before = bounded_compiles()
+    with torch.no_grad():
+        for n in sizes:
+            args = make(n)
+            want = fn(*args)
+            targs = [a.to("tpu") for a in args]
+            for i, d in dims.items():
+                torch._dynamo.mark_dynamic(targs[i], d, min=2, max=64)
+            got = compiled(*targs)
+            want = want if isinstance(want, tuple) else (want,)
+            got = got if isinstance(got, tuple) else (got,)
+            for g, w in zip(got, want):
+                assert g.shape == w.shape
+                assert_close(g.cpu(), w, **TOL)
+    return bounded_compiles() - before
+
+
+def test_reductions_over_padded_dim():
+    def fn(x):
+        return (x.sum(1), x.mean(1), x.amax(1), x.amin(1, keepdim=True), x.softmax(1),
+                x.log_softmax(1), x.argmax(1), x.logsumexp(1))
+
+    c = run_sizes(fn, [9, 10, 13, 16], lambda n: [torch.randn(3, n)], {0: 1})
+    assert c == 1
+
+
+def test_contraction_over_padded_dim():
+    def fn(a, b):
+        return a @ b, torch.bmm(a.unsqueeze(0), b.unsqueeze(0))
+
+    c = run_sizes(fn, [5, 6, 7], lambda n: [torch.randn(3, n), torch.randn(n, 4)], {0: 1, 1: 0})
+    assert c == 1
+
+
+def test_cat_slice_select_along_padded_dim():
+    def fn(x, y):
+        z = torch.cat([x, y, x], 1)
+        return z, z[:, -1], z[:, 1:-1] * 2, z[:, -3:].sum(1)
+
+    c = run_sizes(fn, [9, 11, 12], lambda n: [torch.randn(2, n), torch.randn(2, 3)], {0: 1})
+    assert c == 1
+
+
+def test_pointwise_with_symbolic_scalar_and_arange():
+    def fn(x):
+        n = x.shape[0]
+        return x * n + torch.arange(n, device=x.device)
+
+    c = run_sizes(fn, [5, 6, 8], lambda n: [torch.randn(n)], {0: 0})
+    assert c == 1
+
+
+def test_unsupported_graph_runs_at_exact_sizes():
+    def fn(x):
+        return x.flatten() * 2  # merges a padded dim with another
+
+    with pytest.warns(UserWarning, match="recompiles for every new size"):
+        run_sizes(fn, [5, 6], lambda n: [torch.randn(n, 3)], {0: 0})

@@ -1,0 +1,309 @@
+"""Bounded dynamism for torch.compile graphs with symbolic sizes.
+
+Dynamo traces a graph with symbolic sizes when a dim is marked dynamic
+(`torch._dynamo.mark_dynamic(t, dim, min=, max=)`, `torch_tpu.mark_dynamic`)
+or after it saw a size change. Run at its exact sizes, such a graph would
+still compile one XLA program per size: an LLM generating text with a
+growing KV cache would compile its decode step for every token.
+
+Instead every symbol is padded up to a bucket, the next power of two capped
+at the symbol's upper bound, and the graph's tensors are padded to the
+bucketed sizes. The programs then depend on the buckets alone: a size that
+moves inside its bucket compiles nothing, so a cache growing to 256 compiles
+its decode step about log2(256) times. The padded entries hold garbage;
+bounded_rules.py rewrites the ops that would let it reach real entries
+(reductions, contractions, cat, slicing along a padded dim) with masks built
+from the real sizes. Those reach the device as one small int64 tensor per
+call: values, not shapes, so they are in no program's key. Results are views
+of the padded values narrowed to the real sizes; when such a view comes back
+as an input (the next step's KV cache), its storage usually already holds
+the padded layout and no copy is made.
+
+Only inference graphs are padded (training graphs with symbolic sizes run
+at their exact sizes). A graph with an op bounded_rules cannot run padded
+runs at its exact sizes too, with a one-line warning naming the op.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Callable
+
+import sympy
+import torch
+
+from . import _C
+from .bounded_rules import Unsupported, dyn_dims, plan, sym_expr
+
+_FUSED = 2  # runtime::EagerMode::kFused
+
+# compile_stats() reports these: calls of padded graphs, and the fused
+# programs compiled for them (one per bucket combination, ideally).
+stats = {"bounded_calls": 0, "bounded_compiles": 0}
+
+
+def bucket(value: int, upper: int | None) -> int:
+    """The padded size for a symbol's value: the next power of two, capped
+    at the symbol's upper bound (never below the value)."""
+    p = 1 << max(0, int(value) - 1).bit_length()
+    if upper is not None:
+        p = min(p, upper)
+    return max(p, int(value))
+
+
+def _upper_bound(sym, shape_env) -> int | None:
+    try:
+        upper = shape_env.var_to_range[sym].upper
+    except (AttributeError, KeyError):
+        return None
+    try:
+        return int(upper) if upper.is_finite else None
+    except (TypeError, ValueError, AttributeError):
+        return None
+
+
+class _Call:
+    """Per-call state the rules use: padded sizes and real sizes on device."""
+
+    def __init__(self, padded: dict, real: torch.Tensor, index: dict):
+        self.padded = padded  # {symbol: padded int}
+        self._real = real  # int64 tpu tensor of the real values, one per symbol
+        self._index = index  # {symbol: position in _real}
+        self._cache = {}
+
+    def padded_int(self, expr) -> int:
+        return int(expr.xreplace({s: sympy.Integer(v) for s, v in self.padded.items()}))
+
+    def padded_shape(self, val) -> list:
+        return [self.padded_int(s.node.expr) if isinstance(s, torch.SymInt) else int(s) for s in val.shape]
+
+    def real_value(self, expr) -> torch.Tensor:
+        """The real value of a symbolic expression, as a 0-dim int64 tpu tensor."""
+        key = ("v", expr)
+        if key not in self._cache:
+            self._cache[key] = self._eval(expr)
+        return self._cache[key]
+
+    def _eval(self, e):
+        if e.is_Symbol:
+            return self._real.select(0, self._index[e])
+        if e.is_Integer:
+            return int(e)
+        args = [self._eval(a) for a in e.args]
+        if e.is_Add:
+            out = args[0]
+            for a in args[1:]:
+                out = out + a
+            return out
+        if e.is_Mul:
+            out = args[0]
+            for a in args[1:]:
+                out = out * a
+            return out
+        name = type(e).__name__
+        if name == "FloorDiv":
+            return torch.div(args[0], args[1], rounding_mode="floor")
+        if name in ("Max", "Min"):
+            out = torch.as_tensor(args[0], device=self._real.device)
+            for a in args[1:]:
+                out = (torch.maximum if name == "Max" else torch.minimum)(out, torch.as_tensor(a, device=out.device))
+            return out
+        raise Unsupported(f"symbolic size expression {e}")
+
+    def mask(self, expr, like: torch.Tensor, dim: int) -> torch.Tensor:
+        """True at the real entries of padded dim `dim` of `like`, shaped to
+        broadcast against it."""
+        size = like.shape[dim]
+        key = ("m", expr, size, like.dim(), dim)
+        if key not in self._cache:
+            m = torch.arange(size, device=like.device) < self.real_value(expr)
+            shape = [1] * like.dim()
+            shape[dim] = size
+            self._cache[key] = m.reshape(shape)
+        return self._cache[key]
+
+
+class BoundedGraph:
+    """Runs an inference graph with symbolic sizes padded to buckets. Raises
+    Unsupported from the constructor when the graph cannot be padded."""
+
+    def __init__(self, gm: torch.fx.GraphModule):
+        self.gm = gm
+        self.placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        self.symbols = []  # sympy symbols, in the order of the real-values tensor
+        self.upper = {}
+        self.sources = {}  # symbol -> (placeholder index, dim or None)
+        # Only sizes are bucketed: a symbolic stride (Dynamo adds one when a
+        # strided view comes in) or other symbolic int input stays as given
+        # and must not shape anything.
+        for i, n in enumerate(self.placeholders):
+            val = n.meta.get("val")
+            if isinstance(val, torch.Tensor):
+                for d, e in dyn_dims(val).items():
+                    if e.is_Symbol:
+                        self._add_symbol(e, (i, d), val.shape[d].node.shape_env)
+        if not self.symbols:
+            raise Unsupported("no symbolic sizes")
+        for n in gm.graph.nodes:
+            if n.op == "placeholder":
+                continue
+            val = n.meta.get("val")
+            for e in _exprs(val):
+                missing = e.free_symbols - set(self.symbols)
+                if missing:
+                    raise Unsupported(f"size {e} has symbols that no input gives")
+        self.steps = []
+        for n in gm.graph.nodes:
+            if n.op == "call_function":
+                self.steps.append((n, plan(n)))
+            elif n.op not in ("placeholder", "output"):
+                raise Unsupported(f"graph node {n.op}")
+        self.output = next(n for n in gm.graph.nodes if n.op == "output")
+        self.growth = _growth(self.output.args[0], self.symbols)
+
+    def _add_symbol(self, sym, source, shape_env) -> None:
+        if sym in self.sources:
+            return
+        self.sources[sym] = source
+        self.symbols.append(sym)
+        self.upper[sym] = _upper_bound(sym, shape_env)
+
+    def real_sizes(self, args: list) -> dict:
+        out = {}
+        for sym, (i, d) in self.sources.items():
+            out[sym] = int(args[i]) if d is None else int(args[i].shape[d])
+        return out
+
+    def __call__(self, args: list) -> Any:
+        real = self.real_sizes(args)
+        padded = {s: bucket(v, self.upper[s]) for s, v in real.items()}
+        device = next((a.device for a in args if isinstance(a, torch.Tensor) and a.device.type == "tpu"), None)
+        real_t = torch.tensor([real[s] for s in self.symbols], dtype=torch.int64)
+        real_t = real_t.to(device) if device is not None else real_t
+        call = _Call(padded, real_t, {s: i for i, s in enumerate(self.symbols)})
+        env = {}
+        for n, a in zip(self.placeholders, args):
+            val = n.meta.get("val")
+            if isinstance(val, torch.SymInt) and sym_expr(val) is not None:
+                e = sym_expr(val)
+                env[n] = call.padded_int(e) if e.free_symbols <= set(self.symbols) else a
+            elif isinstance(val, torch.Tensor) and dyn_dims(val):
+                shape = call.padded_shape(val)
+                room = list(shape)
+                for d, e in dyn_dims(val).items():
+                    room[d] += self.growth.get(e, 0)
+                env[n] = pad_to(a, shape, room)
+            else:
+                env[n] = a
+        prev = _C._get_eager_mode()
+        _C._mark_step()  # the caller's deferred ops run on their own
+        _C._set_eager_mode(_FUSED)
+        try:
+            for n, rule in self.steps:
+                args_n, kwargs_n = torch.fx.node.map_arg((n.args, n.kwargs), lambda m: env[m])
+                env[n] = rule(call, n, args_n, kwargs_n)
+            outs = torch.fx.node.map_arg(self.output.args[0], lambda m: env[m])
+            # Only the results may stay referenced: the fused program returns
+            # every value still held when it runs.
+            env.clear()
+            del call
+        finally:
+            try:
+                before = _C._fusion_stats()["compiles"]
+                _C._mark_step()
+                stats["bounded_compiles"] += _C._fusion_stats()["compiles"] - before
+                stats["bounded_calls"] += 1
+            finally:
+                _C._set_eager_mode(prev)
+        return _unpad(self.output.args[0], outs, real)
+
+
+def _exprs(val) -> list:
+    if isinstance(val, (list, tuple)):
+        return [e for v in val for e in _exprs(v)]
+    if isinstance(val, torch.SymInt):
+        e = sym_expr(val)
+        return [e] if e is not None else []
+    if isinstance(val, torch.Tensor):
+        return list(dyn_dims(val).values())
+    return []
+
+
+def _growth(spec, symbols) -> dict:
+    """{symbol s: c} for results sized s + c (c > 0): a KV cache that an
+    inference step returns one token longer than it came in."""
+    out = {}
+    for e in _exprs([n.meta.get("val") for n in _nodes(spec)]):
+        for s in symbols:
+            c = e - s
+            if c.is_Integer and int(c) > 0:
+                out[s] = max(out.get(s, 0), int(c))
+    return out
+
+
+def _nodes(spec) -> list:
+    if isinstance(spec, (list, tuple)):
+        return [n for s in spec for n in _nodes(s)]
+    return [spec] if isinstance(spec, torch.fx.Node) else []
+
+
+def pad_to(t: torch.Tensor, shape: list, room: list | None = None) -> torch.Tensor:
+    """`t` padded at the end of each dim to `shape`. A view over t's storage
+    when it is large enough (a result narrowed by an earlier call usually
+    is), else a view of a padded copy of size `room` (>= shape): the layout
+    the graph's own results will have in this bucket, so the next call,
+    given one of them, sees the same strides and reuses the program."""
+    if list(t.shape) == list(shape):
+        return t
+    last = t.storage_offset() + sum((s - 1) * st for s, st in zip(shape, t.stride()))
+    capacity = t.untyped_storage().nbytes() // t.element_size()
+    if all(st > 0 for st, s in zip(t.stride(), shape) if s > 1) and last < capacity:
+        return t.as_strided(shape, t.stride(), t.storage_offset())
+    room = room or shape
+    pad = []
+    for have, want in reversed(list(zip(t.shape, room))):
+        pad += [0, want - have]
+    out = torch.constant_pad_nd(t, pad)
+    for d, (want, have) in enumerate(zip(shape, room)):
+        if want != have:
+            out = out.narrow(d, 0, want)
+    return out
+
+
+def _unpad(spec, outs, real: dict):
+    """The graph's results at their real sizes (narrowed views)."""
+    if isinstance(spec, (list, tuple)):
+        return type(outs)(_unpad(s, o, real) for s, o in zip(spec, outs))
+    if not isinstance(spec, torch.fx.Node):
+        return outs
+    val = spec.meta.get("val")
+    subs = {s: sympy.Integer(v) for s, v in real.items()}
+    if isinstance(val, torch.SymInt) and sym_expr(val) is not None:
+        return int(sym_expr(val).xreplace(subs))
+    if isinstance(outs, torch.Tensor) and isinstance(val, torch.Tensor):
+        for d, e in dyn_dims(val).items():
+            outs = outs.narrow(d, 0, int(e.xreplace(subs)))
+    return outs
+
+
+def make_runner(gm: torch.fx.GraphModule, exact: Callable[[list], Any]) -> Callable[[list], Any]:
+    """A boxed runner for an inference graph: padded to buckets when the
+    graph has symbolic sizes and every op can run padded, else `exact`."""
+    if not any(sym_expr(n.meta.get("val")) is not None or dyn_dims(n.meta.get("val"))
+               for n in gm.graph.nodes if n.op == "placeholder"):
+        return exact
+    try:
+        bounded = BoundedGraph(gm)
+    except Unsupported as e:
+        warnings.warn(f"torch_tpu: this graph recompiles for every new size of its symbolic dims: {e}")
+        return exact
+
+    def run(args: list) -> Any:
+        return bounded(args)
+
+    run.bounded = bounded
+    run._boxed_call = True
+    return run
+
+
+__all__ = ["BoundedGraph", "bucket", "make_runner", "pad_to"]

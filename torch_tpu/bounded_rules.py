@@ -1,0 +1,430 @@
+"""How each ATen op runs on padded tensors (see bounded_graph.py).
+
+A tensor of a bounded graph is padded along its symbolic dims: the entries
+past the real size hold garbage. Most ops never mix entries along such a
+dim and run unchanged on the padded tensors (pointwise ops, views, matmuls
+over other dims). The rules here cover the ops that would let padding into
+real entries: reductions and softmax over a padded dim (padding is replaced
+by the reduction's identity first), contractions over one (zeroed on both
+sides, so 0 * garbage cannot make a NaN), cat along one (the pieces are
+gathered to sit end to end at their real sizes) and slicing or indexing
+along one (offsets counted from the real size). `plan(node)` picks the rule
+when the graph is compiled, from the node's symbolic shapes alone; an op
+this file does not know raises Unsupported, and the graph then runs at its
+exact sizes instead.
+"""
+
+from __future__ import annotations
+
+import operator
+import sys
+from typing import Any, Callable
+
+import torch
+
+aten = torch.ops.aten
+
+
+class Unsupported(Exception):
+    """The graph has an op that cannot run padded; it runs unpadded."""
+
+
+# ---- symbolic shapes of a node ------------------------------------------------
+
+
+def sym_expr(v: Any):
+    """The sympy expression of a SymInt, or None for a plain int."""
+    if isinstance(v, torch.SymInt):
+        e = v.node.expr
+        return e if e.free_symbols else None
+    return None
+
+
+def dyn_dims(val: Any) -> dict:
+    """{dim: expr} for the symbolic dims of a (fake) tensor."""
+    if not isinstance(val, torch.Tensor):
+        return {}
+    out = {}
+    for d, s in enumerate(val.shape):
+        e = sym_expr(s)
+        if e is not None:
+            out[d] = e
+    return out
+
+
+def _meta(n: Any) -> Any:
+    return n.meta.get("val") if isinstance(n, torch.fx.Node) else None
+
+
+def _tensor_args(node: torch.fx.Node) -> list:
+    out = []
+    torch.fx.node.map_arg((node.args, node.kwargs), lambda n: out.append(n) if isinstance(_meta(n), torch.Tensor) else None)
+    return out
+
+
+def _sym_args(node: torch.fx.Node) -> list:
+    out = []
+    torch.fx.node.map_arg((node.args, node.kwargs), lambda n: out.append(n) if sym_expr(_meta(n)) is not None else None)
+    return out
+
+
+def _norm_dim(d: int, ndim: int) -> int:
+    return d + ndim if d < 0 else d
+
+
+# ---- rules ----------------------------------------------------------------------
+# A rule is called as rule(ctx, node, args, kwargs) with the node's
+# arguments evaluated (padded tensors, padded ints) and returns its value.
+
+
+def run_plain(ctx, node, args, kwargs):
+    return node.target(*args, **kwargs)
+
+
+def _scalar_operands(node: torch.fx.Node) -> Callable:
+    """Tensor-typed arguments given a symbolic int (`x * s0`) get its real
+    value as a 0-dim tpu tensor, so the value is data and not a constant of
+    the program."""
+    schema = node.target._schema
+    positions = []
+    for i, a in enumerate(node.args):
+        if sym_expr(_meta(a)) is not None:
+            if i >= len(schema.arguments) or not isinstance(schema.arguments[i].type, torch.TensorType):
+                raise Unsupported(f"{node.target}: symbolic value in a non-tensor argument")
+            positions.append(i)
+    for k, a in node.kwargs.items():
+        if sym_expr(_meta(a)) is not None:
+            raise Unsupported(f"{node.target}: symbolic keyword value")
+
+    def rule(ctx, node, args, kwargs):
+        args = list(args)
+        for i in positions:
+            args[i] = ctx.real_value(sym_expr(_meta(node.args[i])))
+        return node.target(*args, **kwargs)
+
+    return rule
+
+
+def _masked(fill: Callable[[torch.Tensor], Any]) -> Callable:
+    """Reductions over padded dims: padding becomes `fill(x)` first."""
+
+    def rule(ctx, node, args, kwargs):
+        x = args[0]
+        dims = _reduced_dims(node, x.dim())
+        for d, e in dyn_dims(_meta(node.args[0])).items():
+            if d in dims:
+                x = torch.where(ctx.mask(e, x, d), x, fill(x))
+        return node.target(x, *args[1:], **kwargs)
+
+    return rule
+
+
+def _lowest(x):
+    if x.is_floating_point():
+        return float("-inf")
+    return torch.iinfo(x.dtype).min if x.dtype != torch.bool else False
+
+
+def _highest(x):
+    if x.is_floating_point():
+        return float("inf")
+    return torch.iinfo(x.dtype).max if x.dtype != torch.bool else True
+
+
+def _reduced_dims(node, ndim) -> set:
+    dim = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim")
+    if dim is None or (isinstance(dim, (list, tuple)) and len(dim) == 0):
+        return set(range(ndim))
+    if isinstance(dim, int):
+        dim = [dim]
+    return {_norm_dim(d, max(ndim, 1)) for d in dim}
+
+
+def _mean_rule(ctx, node, args, kwargs):
+    """mean over padded dims: masked sum divided by the real count."""
+    x = args[0]
+    dims = sorted(_reduced_dims(node, x.dim()))
+    keepdim = args[2] if len(args) > 2 else kwargs.get("keepdim", False)
+    dtype = kwargs.get("dtype")
+    padded = dyn_dims(_meta(node.args[0]))
+    count = None
+    for d in dims:
+        if d in padded:
+            x = torch.where(ctx.mask(padded[d], x, d), x, 0)
+            n = ctx.real_value(padded[d])
+        else:
+            n = x.shape[d]
+        count = n if count is None else count * n
+    total = aten.sum.dim_IntList(x, dims, keepdim, dtype=dtype)
+    return total / count
+
+
+def _contraction(a_dim: int, b_dim: int, a_arg: int = 0, b_arg: int = 1) -> Callable:
+    """mm/bmm-like ops: a padded contracted dim is zeroed in both operands."""
+
+    def rule(ctx, node, args, kwargs):
+        args = list(args)
+        ea = dyn_dims(_meta(node.args[a_arg])).get(_norm_dim(a_dim, args[a_arg].dim()))
+        eb = dyn_dims(_meta(node.args[b_arg])).get(_norm_dim(b_dim, args[b_arg].dim()))
+        if ea is not None or eb is not None:
+            e = ea if ea is not None else eb
+            for i, d in ((a_arg, a_dim), (b_arg, b_dim)):
+                t = args[i]
+                args[i] = torch.where(ctx.mask(e, t, _norm_dim(d, t.dim())), t, 0)
+        return node.target(*args, **kwargs)
+
+    return rule
+
+
+def _cat_rule(ctx, node, args, kwargs):
+    """cat along a padded dim: each piece is placed right after the real
+    entries of the previous ones (a gather with indices built from the real
+    sizes), so the result is padded only at its end."""
+    tensors = args[0]
+    out_meta = _meta(node)
+    dim = _norm_dim(args[1] if len(args) > 1 else kwargs.get("dim", 0), out_meta.dim())
+    metas = [_meta(n) for n in node.args[0]]
+    joined = torch.cat(tensors, dim)
+    size = joined.shape[dim]
+    pos = torch.arange(size, device=joined.device)
+    index = torch.zeros_like(pos)
+    start_real = 0  # where the current piece starts in the result (a real size)
+    start_padded = 0  # and in `joined`
+    for t, m in zip(tensors, metas):
+        e = dyn_dims(m).get(dim)
+        real = ctx.real_value(e) if e is not None else t.shape[dim]
+        inside = (pos >= start_real) & (pos < start_real + real)
+        index = torch.where(inside, pos - start_real + start_padded, index)
+        start_real = start_real + real
+        start_padded += t.shape[dim]
+    return joined.index_select(dim, index)
+
+
+def _slice_rule(ctx, node, args, kwargs):
+    """slice with a symbolic bound, or along a padded dim: a gather of the
+    real range (offsets counted from the real size)."""
+    x = args[0]
+    names = ("dim", "start", "end", "step")
+    vals = dict(zip(names, list(node.args[1:]) + [None] * 4))
+    vals.update({k: v for k, v in node.kwargs.items() if k in names})
+    dim = _norm_dim(vals["dim"] or 0, x.dim())
+    step = vals["step"] if vals["step"] is not None else 1
+    in_expr = dyn_dims(_meta(node.args[0])).get(dim)
+    length = ctx.real_value(in_expr) if in_expr is not None else x.shape[dim]
+
+    def bound(v, default):
+        if v is None:
+            return default
+        e = sym_expr(_meta(v))
+        if e is not None:
+            return ctx.real_value(e)
+        v = int(v)
+        if v < 0:
+            return length + v
+        if v >= sys.maxsize // 2:
+            return default
+        return v
+
+    start = bound(vals["start"], 0)
+    out_size = ctx.padded_shape(_meta(node))[dim]
+    if (isinstance(start, int) and start == 0 and step == 1 and out_size == x.shape[dim]):
+        return x  # a prefix as long as the padded dim: the padding just carries on
+    pos = torch.arange(out_size, device=x.device) * step + start
+    pos = pos.clamp(0, x.shape[dim] - 1)
+    return x.index_select(dim, pos)
+
+
+def _select_rule(ctx, node, args, kwargs):
+    x, dim, index = args[0], args[1], node.args[2]
+    dim = _norm_dim(dim, x.dim())
+    in_expr = dyn_dims(_meta(node.args[0])).get(dim)
+    e = sym_expr(_meta(index))
+    if e is not None:
+        i = ctx.real_value(e)
+    elif int(index) < 0 and in_expr is not None:
+        i = ctx.real_value(in_expr) + int(index)
+    else:
+        return x.select(dim, int(index))
+    i = torch.as_tensor(i, device=x.device).reshape(1).clamp(0, x.shape[dim] - 1)
+    return x.index_select(dim, i).squeeze(dim)
+
+
+def _arange_start_rule(ctx, node, args, kwargs):
+    """arange(start, end) with a symbolic start: real start + padded range."""
+    start = sym_expr(_meta(node.args[0]))
+    n = ctx.padded_shape(_meta(node))[0]
+    step = args[2] if len(args) > 2 else 1
+    r = torch.arange(n, dtype=kwargs.get("dtype"), device=kwargs.get("device")) * step
+    return r + ctx.real_value(start).to(r.dtype)
+
+
+# ---- choosing a rule ------------------------------------------------------------
+
+_PASSIVE = {
+    aten.view.default, aten._unsafe_view.default, aten.reshape.default, aten.expand.default,
+    aten.permute.default, aten.transpose.int, aten.t.default, aten.unsqueeze.default,
+    aten.squeeze.dim, aten.squeeze.dims, aten.squeeze.default, aten.clone.default,
+    aten._to_copy.default, aten.alias.default, aten.detach.default, aten.lift_fresh_copy.default,
+    aten.embedding.default, aten.index_select.default, aten.contiguous.default,
+    aten.split.Tensor, aten.split_with_sizes.default, aten.unbind.int,
+    aten.native_layer_norm.default,
+}
+
+# Factories: their padded sizes are simply the padded shape.
+_FACTORIES = {
+    aten.arange.default, aten.arange.start, aten.arange.start_step, aten.full.default, aten.zeros.default,
+    aten.ones.default, aten.empty.memory_format, aten.new_zeros.default, aten.new_ones.default,
+    aten.new_empty.default, aten.new_full.default, aten.empty_strided.default,
+}
+
+_MASKED_REDUCTIONS = {
+    aten.sum.dim_IntList: lambda x: 0, aten.sum.default: lambda x: 0,
+    aten.amax.default: _lowest, aten.amin.default: _highest,
+    aten.argmax.default: _lowest, aten.argmin.default: _highest,
+    aten.max.dim: _lowest, aten.min.dim: _highest,
+    aten._softmax.default: lambda x: float("-inf"), aten._log_softmax.default: lambda x: float("-inf"),
+    aten.logsumexp.default: lambda x: float("-inf"),
+    aten.any.dim: lambda x: False, aten.any.dims: lambda x: False, aten.any.default: lambda x: False,
+    aten.all.dim: lambda x: True, aten.all.dims: lambda x: True, aten.all.default: lambda x: True,
+    aten.prod.dim_int: lambda x: 1,
+}
+
+_CONTRACTIONS = {
+    aten.mm.default: _contraction(1, 0), aten.bmm.default: _contraction(2, 1),
+    aten.addmm.default: _contraction(1, 0, 1, 2), aten.baddbmm.default: _contraction(2, 1, 1, 2),
+    aten.dot.default: _contraction(0, 0), aten.mv.default: _contraction(1, 0),
+}
+
+_SYM_OPS = {
+    operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod, operator.neg,
+    operator.truediv, operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge,
+    torch.sym_max, torch.sym_min, torch.sym_float, torch.sym_int, torch.sym_sum,
+}
+
+_ASSERTS = {"_assert_scalar", "sym_constrain_range", "sym_constrain_range_for_size", "_assert_async",
+            "_assert_tensor_metadata"}
+
+
+def _preserves_padded_dims(node) -> bool:
+    """Views and friends are safe when every padded dim of the result is a
+    padded dim of an input (moved or kept, never merged or split)."""
+    ins = set()
+    for n in _tensor_args(node):
+        ins.update(dyn_dims(_meta(n)).values())
+    outs = _meta(node)
+    outs = outs if isinstance(outs, (list, tuple)) else [outs]
+    for o in outs:
+        for e in dyn_dims(o).values():
+            if e not in ins:
+                return False
+    return True
+
+
+def _is_int_type(t) -> bool:
+    if isinstance(t, torch.OptionalType):
+        t = t.getElementType()
+    if isinstance(t, torch.ListType):
+        t = t.getElementType()
+    return isinstance(t, torch.IntType) or str(t) == "SymInt"
+
+
+def _check_sym_args_are_sizes(node) -> None:
+    """A symbolic int becomes its padded value, which is right for sizes
+    only; as any other value (a fill value, an index) it needs a rule."""
+    schema = node.target._schema
+    by_name = {a.name: a for a in schema.arguments}
+
+    def check(a, arg):
+        bad = []
+        torch.fx.node.map_arg(a, lambda n: bad.append(n) if sym_expr(_meta(n)) is not None else None)
+        # arange's `end` is a Scalar in the schema but a size in effect.
+        size_like = arg is not None and (_is_int_type(arg.type) or (arg.name == "end" and "arange" in str(node.target)))
+        if bad and not size_like:
+            raise Unsupported(f"{node.target}: symbolic value in argument '{arg.name if arg else '?'}'")
+
+    for i, a in enumerate(node.args):
+        check(a, schema.arguments[i] if i < len(schema.arguments) else None)
+    for k, a in node.kwargs.items():
+        check(a, by_name.get(k))
+
+
+def _involves_padding(node) -> bool:
+    if _sym_args(node):
+        return True
+    outs = _meta(node)
+    outs = outs if isinstance(outs, (list, tuple)) else [outs]
+    if any(dyn_dims(o) for o in outs):
+        return True
+    return any(dyn_dims(_meta(n)) for n in _tensor_args(node))
+
+
+def plan(node: torch.fx.Node) -> Callable:
+    """The rule that runs `node` on padded values; raises Unsupported."""
+    t = node.target
+    if t is operator.getitem:
+        return lambda ctx, node, args, kwargs: args[0][args[1]]
+    if t in _SYM_OPS:
+        return lambda ctx, node, args, kwargs: t(*args, **kwargs)
+    name = getattr(t, "__name__", "")
+    if isinstance(t, torch._ops.OpOverload) and t._schema.name.split("::")[-1] in _ASSERTS:
+        return lambda ctx, node, args, kwargs: None  # Dynamo's guards already checked them
+    if t is aten.sym_size.int:
+        return lambda ctx, node, args, kwargs: args[0].shape[args[1]]
+    if t is aten.sym_numel.default:
+        return lambda ctx, node, args, kwargs: args[0].numel()
+    if not isinstance(t, torch._ops.OpOverload):
+        raise Unsupported(f"call to {name or t}")
+    if not _involves_padding(node):
+        return run_plain
+    x = _meta(node.args[0]) if node.args else None
+    padded_in = dyn_dims(x)
+    if t is aten.cat.default:
+        dim = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim", 0)
+        if _norm_dim(dim, _meta(node).dim()) in dyn_dims(_meta(node)):
+            return _cat_rule
+        return run_plain
+    if t is aten.slice.Tensor:
+        dim = _norm_dim(node.args[1] if len(node.args) > 1 else 0, x.dim())
+        if dim in padded_in or _sym_args(node):
+            return _slice_rule
+        return run_plain
+    if t is aten.select.int:
+        dim = _norm_dim(node.args[1], x.dim())
+        if dim in padded_in or _sym_args(node):
+            return _select_rule
+        return run_plain
+    if t is aten.arange.start and sym_expr(_meta(node.args[0])) is not None:
+        return _arange_start_rule
+    if t not in (aten.slice.Tensor, aten.select.int) and not (torch.Tag.pointwise in t.tags):
+        _check_sym_args_are_sizes(node)
+    if t is aten.mean.dim or t is aten.mean.default:
+        return _mean_rule if set(padded_in) & _reduced_dims(node, x.dim()) else run_plain
+    if t in _MASKED_REDUCTIONS:
+        if set(padded_in) & _reduced_dims(node, x.dim()):
+            dim = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim")
+            if t in (aten.argmax.default, aten.argmin.default) and dim is None:
+                raise Unsupported(f"{t} over all dims of a padded tensor (a flat index)")
+            return _masked(_MASKED_REDUCTIONS[t])
+        return run_plain
+    if t in _CONTRACTIONS:
+        return _CONTRACTIONS[t]
+    if t is aten.native_layer_norm.default:
+        normalized = len(node.args[1])
+        if any(d >= x.dim() - normalized for d in padded_in):
+            raise Unsupported("layer norm over a padded dim")
+        return run_plain
+    if t in (aten.split.Tensor, aten.split_with_sizes.default, aten.unbind.int):
+        dim = node.args[2] if len(node.args) > 2 else node.kwargs.get("dim", 0)
+        if t is aten.unbind.int:
+            dim = node.args[1] if len(node.args) > 1 else 0
+        if _norm_dim(dim, x.dim()) in padded_in:
+            raise Unsupported(f"{t} along a padded dim")
+    if torch.Tag.pointwise in t.tags:
+        return _scalar_operands(node) if _sym_args(node) else run_plain
+    if t in _FACTORIES:
+        return run_plain
+    if t in _PASSIVE:
+        if not _preserves_padded_dims(node):
+            raise Unsupported(f"{t} merges or splits a padded dim")
+        return run_plain
+    raise Unsupported(f"{t} on padded sizes")
