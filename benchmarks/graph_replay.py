@@ -7,10 +7,11 @@ None first). Modes, each on a fresh copy of one model:
   - compiled, no replay: the same with TORCH_TPU_GRAPH_REPLAY=0 (every call
     dispatches its ops in Fused Eager and flushes once);
   - strict eager: the model uncompiled.
-Warm-up steps first (compiles), then `--steps` timed steps ending with one
-synchronize. Prints steps/s and the loss of the last step in each mode.
+Warm-up steps first (compiles, capture), then `--rounds` interleaved rounds
+of `--steps` timed steps per mode, each ending with one synchronize (the
+machine's load varies). Prints the median steps/s and the last loss per mode.
 
-Usage: python benchmarks/graph_replay.py [--steps N] [--batch B] [--seq T]
+Usage: python benchmarks/graph_replay.py [--steps N] [--rounds R] [--batch B] [--seq T] [--d D]
 """
 
 import argparse
@@ -42,7 +43,7 @@ class Block(nn.Module):
         return x + self.down(F.gelu(self.up(self.ln2(x))))
 
 
-def steps_per_second(model, x, steps, warmup=3):
+def make_step(model, x):
     params = list(model.parameters())
 
     def step():
@@ -52,8 +53,12 @@ def steps_per_second(model, x, steps, warmup=3):
         loss.backward()
         return loss
 
-    for _ in range(warmup):
-        step()
+    return step
+
+
+def timed(step, steps, replay):
+    """Steps per second of `steps` calls (ending with a synchronize)."""
+    os.environ["TORCH_TPU_GRAPH_REPLAY"] = "1" if replay else "0"
     torch.tpu.synchronize()
     t0 = time.perf_counter()
     for _ in range(steps):
@@ -64,7 +69,8 @@ def steps_per_second(model, x, steps, warmup=3):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--steps", type=int, default=50)
+    ap.add_argument("--steps", type=int, default=30)
+    ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--batch", type=int, default=2)
     ap.add_argument("--seq", type=int, default=16)
     ap.add_argument("--d", type=int, default=256)
@@ -72,23 +78,33 @@ def main():
     torch.manual_seed(0)
     base = nn.Sequential(Block(args.d, 4), Block(args.d, 4))
     x = torch.randn(args.batch, args.seq, args.d).to("tpu")
-
-    results = {}
-    os.environ["TORCH_TPU_GRAPH_REPLAY"] = "1"
-    results["compiled, replay"] = steps_per_second(torch.compile(copy.deepcopy(base).to("tpu"), backend="tpu"), x,
-                                                   args.steps)
-    replays = torch_tpu.compile_stats()["replays"]
-    os.environ["TORCH_TPU_GRAPH_REPLAY"] = "0"
-    torch._dynamo.reset()
-    results["compiled, no replay"] = steps_per_second(torch.compile(copy.deepcopy(base).to("tpu"), backend="tpu"),
-                                                      x, args.steps)
-    results["strict eager"] = steps_per_second(copy.deepcopy(base).to("tpu"), x, args.steps)
-    print(f"2-layer transformer d={args.d}, x {list(x.shape)}, forward+backward, {args.steps} timed steps")
-    for name, (sps, loss) in results.items():
-        print(f"  {name:20s} {sps:8.1f} steps/s   loss {loss:.6f}")
-    print(f"  replay / strict eager: {results['compiled, replay'][0] / results['strict eager'][0]:.2f}x, "
-          f"replay / no replay: {results['compiled, replay'][0] / results['compiled, no replay'][0]:.2f}x "
-          f"({replays} replayed graph calls)")
+    # (name, step, replay on): each on its own copy; the two compiled ones
+    # are separate Dynamo compilations (separate replay caches).
+    modes = [
+        ("compiled, replay", make_step(torch.compile(copy.deepcopy(base).to("tpu"), backend="tpu"), x), True),
+        ("compiled, no replay", make_step(torch.compile(copy.deepcopy(base).to("tpu"), backend="tpu"), x), False),
+        ("strict eager", make_step(copy.deepcopy(base).to("tpu"), x), False),
+    ]
+    for _, step, replay in modes:  # warm-up: compiles, capture
+        timed(step, 3, replay)
+    before = torch_tpu.compile_stats()
+    # Interleaved rounds (the machine's load changes): median per mode.
+    runs = {name: [] for name, _, _ in modes}
+    for _ in range(args.rounds):
+        for name, step, replay in modes:
+            runs[name].append(timed(step, args.steps, replay))
+    after = torch_tpu.compile_stats()
+    print(f"2-layer transformer d={args.d}, x {list(x.shape)}, forward+backward; "
+          f"median of {args.rounds} interleaved rounds of {args.steps} steps")
+    med = {}
+    for name, r in runs.items():
+        sps = sorted(v for v, _ in r)
+        med[name] = sps[len(sps) // 2]
+        print(f"  {name:20s} {med[name]:8.1f} steps/s  (min {sps[0]:.1f}, max {sps[-1]:.1f})   loss {r[-1][1]:.6f}")
+    print(f"  replay / strict eager: {med['compiled, replay'] / med['strict eager']:.2f}x, "
+          f"replay / no replay: {med['compiled, replay'] / med['compiled, no replay']:.2f}x; "
+          f"timed part: {after['replays'] - before['replays']} replayed graph calls, "
+          f"{after['xla_compiles'] - before['xla_compiles']} XLA compiles")
 
 
 if __name__ == "__main__":
