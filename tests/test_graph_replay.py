@@ -353,3 +353,26 @@ def test_one_op_graph():
         x, y = torch.randn(5), torch.randn(5)
         assert_close(f(x.to("tpu"), y.to("tpu")), y + 3 * x, **TOL)
     assert stats()["replays"] - before == 2
+
+
+def test_error_during_capture_leaves_no_capture_behind():
+    fail = [False]
+
+    def f(x):
+        y = x * 2
+        if fail[0]:
+            raise ValueError("boom")
+        return y
+
+    cache = ReplayCache(fused_runner(f))
+    x = torch.randn(3)
+    cache([x.to("tpu")])
+    fail[0] = True
+    with pytest.raises(ValueError, match="boom"):
+        cache([x.to("tpu")])  # the capture call
+    assert not _C._replay_capture_active()
+    fail[0] = False
+    before = stats()["replays"]
+    for _ in range(3):
+        assert_close(cache([x.to("tpu")]), x * 2)
+    assert stats()["replays"] - before == 2  # captured again, then replayed

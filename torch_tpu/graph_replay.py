@@ -162,13 +162,9 @@ class ReplayCache:
         cpu_versions = [(a, a._version) for a in inputs
                         if isinstance(a, torch.Tensor) and a.device.type != "tpu"]
         _C._replay_capture_begin(inputs, device)
-        try:
-            out = self.run_ops(args)
-        except BaseException:
-            _C._replay_capture_abort()
-            raise
         tensors: list = []
         try:
+            out = self.run_ops(args)
             spec = _flatten(out, inputs, tensors)
             if any(a._version != v for a, v in cpu_versions):
                 raise _NotReplayable("the graph modified a CPU tensor argument")
@@ -176,6 +172,9 @@ class ReplayCache:
             _C._replay_capture_abort()
             self._refuse(key, str(e))
             return out
+        except BaseException:
+            _C._replay_capture_abort()
+            raise
         replay, why = _C._replay_capture_end(tensors)
         if replay is None:
             self._refuse(key, why)

@@ -66,7 +66,7 @@ void capture_begin(const std::vector<at::Tensor>& inputs, int device) {
   runtime::RuntimeLock lock;
   TORCH_CHECK(g_capture == nullptr && !runtime::capture_active(), "torch_tpu: a graph capture is already running");
   runtime::capture_begin(device);  // runs pending eager work: every input buffer is real from here on
-  auto* st = new CaptureState();
+  auto st = std::make_unique<CaptureState>();
   st->device = device;
   st->inputs.resize(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -82,14 +82,19 @@ void capture_begin(const std::vector<at::Tensor>& inputs, int device) {
       }
     auto& sb = device::storage_buffer(t.storage());
     in.before = sb.buffer;
-    in.real = runtime::resolve_buffer(sb.buffer);
+    try {
+      in.real = runtime::resolve_buffer(sb.buffer);  // raises if its program failed
+    } catch (...) {
+      runtime::capture_abort();
+      throw;
+    }
     in.nbytes = t.storage().nbytes();
     in.storage = storage_of(t);
     in.sizes = t.sizes().vec();
     in.strides = t.strides().vec();
     in.offset = t.storage_offset();
   }
-  g_capture = st;
+  g_capture = st.release();
   capture::g_active = true;
 }
 
