@@ -57,14 +57,17 @@ def make_step(model, x):
 
 
 def timed(step, steps, replay):
-    """Steps per second of `steps` calls (ending with a synchronize)."""
+    """(steps per second, process CPU ms per step, last loss) of `steps`
+    calls ending with a synchronize. CPU time (all threads, XLA's included)
+    is less disturbed by other processes than wall time."""
     os.environ["TORCH_TPU_GRAPH_REPLAY"] = "1" if replay else "0"
     torch.tpu.synchronize()
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     for _ in range(steps):
         loss = step()
     torch.tpu.synchronize()
-    return steps / (time.perf_counter() - t0), loss.item()
+    t1, c1 = time.perf_counter(), time.process_time()
+    return steps / (t1 - t0), (c1 - c0) * 1e3 / steps, loss.item()
 
 
 def main():
@@ -98,9 +101,11 @@ def main():
           f"median of {args.rounds} interleaved rounds of {args.steps} steps")
     med = {}
     for name, r in runs.items():
-        sps = sorted(v for v, _ in r)
+        sps = sorted(v for v, _, _ in r)
+        cpu = sorted(c for _, c, _ in r)[len(r) // 2]
         med[name] = sps[len(sps) // 2]
-        print(f"  {name:20s} {med[name]:8.1f} steps/s  (min {sps[0]:.1f}, max {sps[-1]:.1f})   loss {r[-1][1]:.6f}")
+        print(f"  {name:20s} {med[name]:8.1f} steps/s  (min {sps[0]:.1f}, max {sps[-1]:.1f})  "
+              f"{cpu:6.2f} CPU ms/step   loss {r[-1][2]:.6f}")
     print(f"  replay / strict eager: {med['compiled, replay'] / med['strict eager']:.2f}x, "
           f"replay / no replay: {med['compiled, replay'] / med['compiled, no replay']:.2f}x; "
           f"timed part: {after['replays'] - before['replays']} replayed graph calls, "
