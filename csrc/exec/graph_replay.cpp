@@ -11,7 +11,6 @@
 #include "device/generator.h"
 #include "device/storage.h"
 #include "exec/capture_notes.h"
-#include "lowering/context.h"
 #include "runtime/modes.h"
 
 namespace torch_tpu::exec {
