@@ -128,7 +128,7 @@ class ReplayCache:
         if entry is _MISSING:
             entry = self._entries[key] = _Entry()
             while len(self._entries) > self.max_entries:
-                self._entries.popitem(last=False)
+                self.refusals.pop(self._entries.popitem(last=False)[0], None)
         else:
             self._entries.move_to_end(key)
         if entry is None:  # refused before
