@@ -283,6 +283,7 @@ _MASKED_REDUCTIONS = {
     aten.argmax.default: _lowest, aten.argmin.default: _highest,
     aten.max.dim: _lowest, aten.min.dim: _highest,
     aten._softmax.default: lambda x: float("-inf"), aten._log_softmax.default: lambda x: float("-inf"),
+    aten._safe_softmax.default: lambda x: float("-inf"),
     aten.logsumexp.default: lambda x: float("-inf"),
     aten.any.dim: lambda x: False, aten.any.dims: lambda x: False, aten.any.default: lambda x: False,
     aten.all.dim: lambda x: True, aten.all.dims: lambda x: True, aten.all.default: lambda x: True,
