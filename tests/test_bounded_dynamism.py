@@ -173,6 +173,18 @@ def test_pointwise_with_symbolic_scalar_and_arange():
     assert c == 1
 
 
+def test_sdpa_decode_and_causal_prefill():
+    def decode(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v)
+
+    def prefill(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+    qkv = lambda t: lambda n: [torch.randn(1, 2, t or n, 8), torch.randn(1, 2, n, 8), torch.randn(1, 2, n, 8)]  # noqa: E731
+    assert run_sizes(decode, [5, 6, 7], qkv(1), {1: 2, 2: 2}) == 1
+    assert run_sizes(prefill, [5, 6, 7], qkv(None), {0: 2, 1: 2, 2: 2}) == 1
+
+
 def test_unsupported_graph_runs_at_exact_sizes():
     def fn(x):
         return x.flatten() * 2  # merges a padded dim with another
@@ -240,6 +252,7 @@ def test_mark_dynamic_eager_ops_match_cpu():
 
 def test_mark_dynamic_outside_fused_only_marks():
     t = torch.randn(2, 5, device="tpu")
-    assert torch_tpu.mark_dynamic(t, 1, 2, 8) is t
+    with torch_tpu.eager_mode("strict"):
+        assert torch_tpu.mark_dynamic(t, 1, 2, 8) is t
     with pytest.raises(ValueError, match="outside"):
         torch_tpu.mark_dynamic(t, 1, 6, 8)

@@ -266,7 +266,7 @@ _PASSIVE = {
     aten.squeeze.dim, aten.squeeze.dims, aten.squeeze.default, aten.clone.default,
     aten._to_copy.default, aten.alias.default, aten.detach.default, aten.lift_fresh_copy.default,
     aten.embedding.default, aten.index_select.default, aten.contiguous.default,
-    aten.split.Tensor, aten.split_with_sizes.default, aten.unbind.int,
+    aten.split.Tensor, aten.split_with_sizes.default, aten.unbind.int, aten.tril.default, aten.triu.default,
     aten.native_layer_norm.default,
 }
 
