@@ -249,6 +249,16 @@ def _select_rule(ctx, node, args, kwargs):
     return x.index_select(dim, i).squeeze(dim)
 
 
+def _view_rule(ctx, node, args, kwargs):
+    """A padded input may be a strided view of a larger storage (a result
+    narrowed by the previous call) where the real one was contiguous: if it
+    cannot be viewed, it is copied."""
+    try:
+        return node.target(*args, **kwargs)
+    except RuntimeError:
+        return args[0].reshape(args[1])
+
+
 def _arange_start_rule(ctx, node, args, kwargs):
     """arange(start, end) with a symbolic start: real start + padded range."""
     start = sym_expr(_meta(node.args[0]))
@@ -427,5 +437,5 @@ def plan(node: torch.fx.Node) -> Callable:
     if t in _PASSIVE:
         if not _preserves_padded_dims(node):
             raise Unsupported(f"{t} merges or splits a padded dim")
-        return run_plain
+        return _view_rule if t in (aten.view.default, aten._unsafe_view.default) else run_plain
     raise Unsupported(f"{t} on padded sizes")
