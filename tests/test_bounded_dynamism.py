@@ -173,9 +173,86 @@ def test_pointwise_with_symbolic_scalar_and_arange():
     assert c == 1
 
 
+def test_sdpa_decode_and_causal_prefill():
+    def decode(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v)
+
+    def prefill(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+    qkv = lambda t: lambda n: [torch.randn(1, 2, t or n, 8), torch.randn(1, 2, n, 8), torch.randn(1, 2, n, 8)]  # noqa: E731
+    assert run_sizes(decode, [5, 6, 7], qkv(1), {1: 2, 2: 2}) == 1
+    assert run_sizes(prefill, [5, 6, 7], qkv(None), {0: 2, 1: 2, 2: 2}) == 1
+
+
 def test_unsupported_graph_runs_at_exact_sizes():
     def fn(x):
         return x.flatten() * 2  # merges a padded dim with another
 
     with pytest.warns(UserWarning, match="recompiles for every new size"):
         run_sizes(fn, [5, 6], lambda n: [torch.randn(n, 3)], {0: 0})
+
+
+# ---- Fused Eager: torch_tpu.mark_dynamic ----------------------------------------
+
+
+def test_fused_eager_decode_compiles_per_bucket():
+    """The same decode loop, eager: the caches are marked once and stay
+    padded (BoundedTensor) as they grow."""
+    steps, prompt = 60, 4
+    torch.manual_seed(0)
+    model = TinyLM().eval()
+    tpu_model = TinyLM().eval()
+    tpu_model.load_state_dict(model.state_dict())
+    tpu_model.to("tpu")
+
+    def run(m, device, mark):
+        torch.manual_seed(1)
+        ks = [torch.randn(1, 4, prompt, 8).to(device) for _ in m.blocks]
+        vs = [torch.randn(1, 4, prompt, 8).to(device) for _ in m.blocks]
+        if mark:
+            ks = [torch_tpu.mark_dynamic(t, 2, 1, prompt + steps) for t in ks]
+            vs = [torch_tpu.mark_dynamic(t, 2, 1, prompt + steps) for t in vs]
+        tok, out = torch.tensor([[1]], device=device), []
+        for i in range(steps):
+            nxt, ks, vs = m.decode(tok, torch.tensor([prompt + i], device=device), ks, vs)
+            tok = nxt.view(1, 1)
+            out.append(int(nxt.item()))
+        return out, ks
+
+    with torch.no_grad():
+        want, want_k = run(model, "cpu", False)
+        with torch_tpu.eager_mode("fused"):
+            before = _C._fusion_stats()["compiles"]
+            got, got_k = run(tpu_model, "tpu", True)
+            compiles = _C._fusion_stats()["compiles"] - before
+    assert got == want
+    assert isinstance(got_k[0], torch_tpu.bounded_tensor.BoundedTensor)
+    assert got_k[0].shape == (1, 4, prompt + steps, 8)
+    assert_close(got_k[0].cpu(), want_k[0], atol=1e-4, rtol=1e-4)
+    # Sizes 4..64 cross 4 buckets (8, 16, 32, 64); a step that crosses one
+    # pads inside its trace, so each bucket has at most two programs.
+    assert compiles <= 2 * (math.ceil(math.log2(steps + prompt)) + 1), compiles
+
+
+def test_mark_dynamic_eager_ops_match_cpu():
+    x = torch.randn(3, 11)
+    with torch_tpu.eager_mode("fused"):
+        b = torch_tpu.mark_dynamic(x.to("tpu"), 1, 2, 64)
+        assert b.shape == x.shape and b._padded.shape == (3, 16)
+        y = torch.cat([b, b[:, :2]], 1)
+        outs = [b.sum(1), b.softmax(1), (b @ b.t()), y[:, -1], y.mean(1), b * 2 + 1]
+        outs = [o.cpu() for o in outs]
+    wy = torch.cat([x, x[:, :2]], 1)
+    wants = [x.sum(1), x.softmax(1), x @ x.t(), wy[:, -1], wy.mean(1), x * 2 + 1]
+    for o, w in zip(outs, wants):
+        assert o.shape == w.shape
+        assert_close(o, w, **TOL)
+
+
+def test_mark_dynamic_outside_fused_only_marks():
+    t = torch.randn(2, 5, device="tpu")
+    with torch_tpu.eager_mode("strict"):
+        assert torch_tpu.mark_dynamic(t, 1, 2, 8) is t
+    with pytest.raises(ValueError, match="outside"):
+        torch_tpu.mark_dynamic(t, 1, 6, 8)

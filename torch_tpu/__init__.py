@@ -54,7 +54,8 @@ safetensors_compat.install()  # safetensors' loaders accept device="tpu"
 
 from . import dynamo_backend  # noqa: E402
 from .dynamo_backend import compile_stats  # noqa: E402
+from .bounded_tensor import mark_dynamic  # noqa: E402
 
 dynamo_backend.install()  # torch.compile(..., backend="tpu")
 
-__all__ = ["tpu", "eager_mode", "get_eager_mode", "mark_step", "fusion_stats", "compile_stats"]
+__all__ = ["tpu", "eager_mode", "get_eager_mode", "mark_step", "fusion_stats", "compile_stats", "mark_dynamic"]

@@ -249,6 +249,16 @@ def _select_rule(ctx, node, args, kwargs):
     return x.index_select(dim, i).squeeze(dim)
 
 
+def _view_rule(ctx, node, args, kwargs):
+    """A padded input may be a strided view of a larger storage (a result
+    narrowed by the previous call) where the real one was contiguous: if it
+    cannot be viewed, it is copied."""
+    try:
+        return node.target(*args, **kwargs)
+    except RuntimeError:
+        return args[0].reshape(args[1])
+
+
 def _arange_start_rule(ctx, node, args, kwargs):
     """arange(start, end) with a symbolic start: real start + padded range."""
     start = sym_expr(_meta(node.args[0]))
@@ -266,7 +276,7 @@ _PASSIVE = {
     aten.squeeze.dim, aten.squeeze.dims, aten.squeeze.default, aten.clone.default,
     aten._to_copy.default, aten.alias.default, aten.detach.default, aten.lift_fresh_copy.default,
     aten.embedding.default, aten.index_select.default, aten.contiguous.default,
-    aten.split.Tensor, aten.split_with_sizes.default, aten.unbind.int,
+    aten.split.Tensor, aten.split_with_sizes.default, aten.unbind.int, aten.tril.default, aten.triu.default,
     aten.native_layer_norm.default,
 }
 
@@ -283,6 +293,7 @@ _MASKED_REDUCTIONS = {
     aten.argmax.default: _lowest, aten.argmin.default: _highest,
     aten.max.dim: _lowest, aten.min.dim: _highest,
     aten._softmax.default: lambda x: float("-inf"), aten._log_softmax.default: lambda x: float("-inf"),
+    aten._safe_softmax.default: lambda x: float("-inf"),
     aten.logsumexp.default: lambda x: float("-inf"),
     aten.any.dim: lambda x: False, aten.any.dims: lambda x: False, aten.any.default: lambda x: False,
     aten.all.dim: lambda x: True, aten.all.dims: lambda x: True, aten.all.default: lambda x: True,
@@ -426,5 +437,5 @@ def plan(node: torch.fx.Node) -> Callable:
     if t in _PASSIVE:
         if not _preserves_padded_dims(node):
             raise Unsupported(f"{t} merges or splits a padded dim")
-        return run_plain
+        return _view_rule if t in (aten.view.default, aten._unsafe_view.default) else run_plain
     raise Unsupported(f"{t} on padded sizes")
