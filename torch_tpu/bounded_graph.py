@@ -33,6 +33,7 @@ import sympy
 import torch
 
 from . import _C
+from .graph_replay import ReplayCache
 from .bounded_rules import Unsupported, dyn_dims, plan, sym_expr
 
 _FUSED = 2  # runtime::EagerMode::kFused
@@ -160,6 +161,7 @@ class BoundedGraph:
                 raise Unsupported(f"graph node {n.op}")
         self.output = next(n for n in gm.graph.nodes if n.op == "output")
         self.growth = _growth(self.output.args[0], self.symbols)
+        self.replays = ReplayCache(self._run_padded)
 
     def _add_symbol(self, sym, source, shape_env) -> None:
         if sym in self.sources:
@@ -180,21 +182,41 @@ class BoundedGraph:
         device = next((a.device for a in args if isinstance(a, torch.Tensor) and a.device.type == "tpu"), None)
         real_t = torch.tensor([real[s] for s in self.symbols], dtype=torch.int64)
         real_t = real_t.to(device) if device is not None else real_t
-        call = _Call(padded, real_t, {s: i for i, s in enumerate(self.symbols)})
-        env = {}
+        sizes = _Call(padded, None, {})
+        inputs = []
         for n, a in zip(self.placeholders, args):
             val = n.meta.get("val")
             if isinstance(val, torch.SymInt) and sym_expr(val) is not None:
                 e = sym_expr(val)
-                env[n] = call.padded_int(e) if e.free_symbols <= set(self.symbols) else a
+                inputs.append(sizes.padded_int(e) if e.free_symbols <= set(self.symbols) else a)
             elif isinstance(val, torch.Tensor) and dyn_dims(val):
-                shape = call.padded_shape(val)
+                shape = sizes.padded_shape(val)
                 room = list(shape)
                 for d, e in dyn_dims(val).items():
                     room[d] += self.growth.get(e, 0)
-                env[n] = pad_to(a, shape, room)
+                inputs.append(pad_to(a, shape, room))
             else:
-                env[n] = a
+                inputs.append(a)
+        args.clear()  # boxed: the inputs may be freed as soon as they are used
+        # Within a bucket the padded inputs have the same geometry on every
+        # call, so the whole padded run is replayed from C++ after its
+        # capture (graph_replay.py); the real sizes are an argument.
+        stats["bounded_calls"] += 1
+        outs = self.replays(inputs + [real_t])
+        return _unpad(self.output.args[0], outs, real)
+
+    def _run_padded(self, inputs: list) -> Any:
+        """Interprets the graph on padded inputs (the last one: the real
+        sizes) in Fused Eager and flushes once."""
+        real_t = inputs[-1]
+        env = {}
+        for n, a in zip(self.placeholders, inputs):
+            env[n] = a
+        padded = {}
+        for sym, (i, d) in self.sources.items():
+            padded[sym] = inputs[i].shape[d]
+        call = _Call(padded, real_t, {s: i for i, s in enumerate(self.symbols)})
+        inputs.clear()
         prev = _C._get_eager_mode()
         _C._mark_step()  # the caller's deferred ops run on their own
         _C._set_eager_mode(_FUSED)
@@ -206,16 +228,15 @@ class BoundedGraph:
             # Only the results may stay referenced: the fused program returns
             # every value still held when it runs.
             env.clear()
-            del call
+            args_n = kwargs_n = call = real_t = None
         finally:
             try:
                 before = _C._fusion_stats()["compiles"]
                 _C._mark_step()
                 stats["bounded_compiles"] += _C._fusion_stats()["compiles"] - before
-                stats["bounded_calls"] += 1
             finally:
                 _C._set_eager_mode(prev)
-        return _unpad(self.output.args[0], outs, real)
+        return outs
 
 
 def _exprs(val) -> list:
