@@ -15,6 +15,7 @@ what exactly ran (`notes`). An exception is reported as `RESULT` with
 """
 
 import json
+import statistics
 import os
 import sys
 import time
@@ -45,19 +46,26 @@ class WithLoss(torch.nn.Module):
 
 
 def timed_loop(cfg, step, sync):
-    """First call (timed alone: it compiles), warm-up calls, then `steps`
-    timed calls whose results stay referenced until the closing sync (XLA:CPU
-    runs independent programs concurrently, and a sync waits only for
-    outputs still alive). Returns (first s, s/step, outputs of timed calls)."""
+    """First call (timed alone: it traces and compiles), `warmup - 1` more
+    calls, then `steps` timed calls, each closed by a sync. Returns (first s,
+    median s/call, all timed s/call, outputs of the timed calls). The median
+    of synced calls rather than one long loop: the 2-core machine is shared,
+    and a median ignores the calls another process's burst slowed down. A
+    training step depends on the previous one's parameters, so the per-call
+    sync costs little overlap."""
     start = time.perf_counter()
     sync([step()])
     first = time.perf_counter() - start
-    warm = [step() for _ in range(cfg["warmup"] - 1)]
-    sync(warm)
-    start = time.perf_counter()
-    outs = [step() for _ in range(cfg["steps"])]
-    sync(outs)
-    return first, (time.perf_counter() - start) / cfg["steps"], outs
+    for _ in range(cfg["warmup"] - 1):
+        sync([step()])
+    times, outs = [], []
+    for _ in range(cfg["steps"]):
+        start = time.perf_counter()
+        out = step()
+        sync([out])
+        times.append(time.perf_counter() - start)
+        outs.append(out)
+    return first, statistics.median(times), times, outs
 
 
 # ---------------------------------------------------------------- torch kinds
@@ -131,11 +139,12 @@ def run_torch(cfg):
 
         ctx = contextlib.nullcontext()
     with ctx:
-        t_first, t_step, losses = timed_loop(cfg, train_step, sync)
-        i_first, i_step, logits = timed_loop(cfg, infer_step, sync)
+        t_first, t_step, t_all, losses = timed_loop(cfg, train_step, sync)
+        i_first, i_step, i_all, logits = timed_loop(cfg, infer_step, sync)
         losses = [float(l.item()) for l in losses]
         infer_loss = float(gpt2.loss_fn(logits[-1].cpu(), tgt.cpu()).item())
     res = dict(train_first_s=t_first, train_step_s=t_step, infer_first_s=i_first, infer_step_s=i_step,
+               train_all_s=t_all, infer_all_s=i_all,
                losses=losses, infer_loss=infer_loss, notes=notes)
     if device == "tpu":
         import torch_tpu
@@ -235,7 +244,7 @@ def run_torchax(cfg):
     def sync(outs):
         jax.block_until_ready((outs, state["p"]))
 
-    t_first, t_step, losses = timed_loop(cfg, train_step, sync)
+    t_first, t_step, t_all, losses = timed_loop(cfg, train_step, sync)
     # Inference with the trained weights, through the JittableModule.
     jm.params = interop.torch_view(state["p"])
 
@@ -243,11 +252,12 @@ def run_torchax(cfg):
         with env, torch.no_grad():
             return interop.jax_view(jm(idx_t))
 
-    i_first, i_step, logits = timed_loop(cfg, infer_step, lambda outs: jax.block_until_ready(outs))
+    i_first, i_step, i_all, logits = timed_loop(cfg, infer_step, lambda outs: jax.block_until_ready(outs))
     losses = [float(l) for l in losses]
     last = torch.from_numpy(__import__("numpy").asarray(logits[-1]))
     infer_loss = float(gpt2.loss_fn(last, tgt).item())
     return dict(train_first_s=t_first, train_step_s=t_step, infer_first_s=i_first, infer_step_s=i_step,
+               train_all_s=t_all, infer_all_s=i_all,
                 losses=losses, infer_loss=infer_loss, notes=notes)
 
 

@@ -6,7 +6,9 @@ For each configuration, in its own fresh process (benchmarks/_compile_worker.py)
   - training step: zero_grad, forward + cross-entropy, backward, AdamW step;
   - inference: forward under no_grad;
   - the first call of each, timed alone (it traces and compiles: "first call");
-  - then `--warmup - 1` more calls, then `--steps` timed calls closed by one sync.
+  - then `--warmup - 1` more calls, then `--steps` timed calls, each closed
+    by a sync; the figure is their median (the machine is shared; the spread
+    is printed too).
 Configurations:
   strict    torch_tpu, Strict Eager (the default mode): one program per op
   fused     torch_tpu, Fused Eager: ops deferred and fused, flushed at
@@ -95,7 +97,7 @@ def main():
     p.add_argument("--layers", type=int, default=2)
     p.add_argument("--batch", type=int, default=4)
     p.add_argument("--seq", type=int, default=64)
-    p.add_argument("--steps", type=int, default=5, help="timed calls per measurement")
+    p.add_argument("--steps", type=int, default=7, help="timed calls per measurement (median reported)")
     p.add_argument("--warmup", type=int, default=3, help="calls before timing, the first one timed alone")
     p.add_argument("--attn", choices=("sdpa", "mask"), default="sdpa")
     p.add_argument("--lr", type=float, default=3e-4)
@@ -121,7 +123,7 @@ def main():
     tokens = args.batch * args.seq
     print(f"GPT-2-small shape: {args.layers} layers, d_model {gpt2.D_MODEL}, {gpt2.N_HEADS} heads, "
           f"vocab {gpt2.VOCAB}, tied head, {n_params / 1e6:.1f} M parameters, attention: {args.attn}")
-    print(f"batch {args.batch} x seq {args.seq} = {tokens} tokens/step; {args.steps} timed steps after "
+    print(f"batch {args.batch} x seq {args.seq} = {tokens} tokens/step; median of {args.steps} timed steps after "
           f"{args.warmup} warm-up (the first timed alone); AdamW lr {args.lr}")
     print(f"caches: {'user caches (warm possible)' if args.warm_caches else 'empty per configuration (cold first call)'}; "
           f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start")
@@ -151,8 +153,12 @@ def main():
         print(f"{kind:10s} {tps(r, 'train_step_s'):11.1f} {r['train_step_s']:8.3f} {r['train_first_s']:10.2f} "
               f"{tps(r, 'infer_step_s'):11.1f} {r['infer_step_s']:8.3f} {r['infer_first_s']:10.2f} "
               f"{r['losses'][-1]:10.5f}  {r['wall_s']:9.0f}")
+    print("  (s/step, s/call: median of the timed calls; first call: the first call alone, tracing and compiling)")
     for kind in kinds:
         r = results[kind]
+        if "train_all_s" in r:
+            print(f"  {kind}: timed train steps " + " ".join(f"{t:.3f}" for t in r["train_all_s"])
+                  + " s; inference calls " + " ".join(f"{t:.3f}" for t in r["infer_all_s"]) + " s")
         for note in r.get("notes", []):
             print(f"  {kind}: {note}")
         if "tpu_stats" in r:
