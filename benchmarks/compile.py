@@ -8,7 +8,7 @@ For each configuration, in its own fresh process (benchmarks/_compile_worker.py)
   - the first call of each, timed alone (it traces and compiles: "first call");
   - then `--warmup - 1` more calls, then `--steps` timed calls, each closed
     by a sync; the figure is their median (the machine is shared; the spread
-    is printed too).
+    is printed too); `--repeats R` runs R interleaved rounds and takes medians.
 Configurations:
   strict    torch_tpu, Strict Eager (the default mode): one program per op
   fused     torch_tpu, Fused Eager: ops deferred and fused, flushed at
@@ -30,7 +30,7 @@ Prints a table, the ratios of compiled to the others with the targets
 inference is shown too), and the largest loss differences.
 
 Usage: python benchmarks/compile.py [--quick] [--layers 2] [--batch 4] [--seq 64]
-       [--steps 5] [--warmup 3] [--attn sdpa|mask] [--kinds strict,fused,...]
+       [--steps 7] [--warmup 3] [--repeats 1] [--attn sdpa|mask] [--kinds strict,fused,...]
 torchax comes from benchmarks/requirements.txt (`make bench` installs it).
 """
 
@@ -38,6 +38,7 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -88,8 +89,20 @@ def run_worker(kind, args, cache_root):
     return res
 
 
-def fmt(x, spec):
-    return "-" if x is None else format(x, spec)
+def combine(rs):
+    """One result from the rounds of one configuration: the median of each
+    timing (rounds interleave the configurations, so a burst of other work
+    on the machine lands on one round of each rather than on one
+    configuration); losses from the first round (every round computes the
+    same ones)."""
+    if "error" in rs[-1]:
+        return rs[-1]
+    out = dict(rs[0])
+    for key in ("train_first_s", "train_step_s", "infer_first_s", "infer_step_s", "wall_s"):
+        out[key] = statistics.median(r[key] for r in rs)
+    out["train_all_s"] = [t for r in rs for t in r["train_all_s"]]
+    out["infer_all_s"] = [t for r in rs for t in r["infer_all_s"]]
+    return out
 
 
 def main():
@@ -105,6 +118,8 @@ def main():
                    help="compiled/inductor: run optimizer.step eagerly instead of torch.compile(opt.step)")
     p.add_argument("--kinds", default=",".join(KINDS))
     p.add_argument("--warm-caches", action="store_true", help="use the normal compilation caches (first call may load)")
+    p.add_argument("--repeats", type=int, default=1,
+                   help="rounds over all configurations, interleaved; medians over rounds (steadier on a busy machine)")
     p.add_argument("--timeout", type=int, default=1800, help="seconds per configuration")
     p.add_argument("--quick", action="store_true", help="smoke run: 1 layer, batch 2, seq 16, 2 steps")
     args = p.parse_args()
@@ -129,16 +144,23 @@ def main():
           f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start")
 
     cache_root = None if args.warm_caches else tempfile.mkdtemp(prefix="torch_tpu_bench_")
-    results = {}
+    runs = {k: [] for k in kinds}
     try:
-        for kind in kinds:
-            print(f"  running {kind} ...", end="", flush=True)
-            results[kind] = r = run_worker(kind, args, cache_root)
-            print(f" {r['wall_s']:.0f} s" + (f"  FAILED: {r['error']}" if "error" in r else ""), flush=True)
+        for rep in range(args.repeats):
+            for kind in kinds:
+                if runs[kind] and "error" in runs[kind][-1]:
+                    continue  # failed once: the error is what the table shows
+                label = f" (round {rep + 1}/{args.repeats})" if args.repeats > 1 else ""
+                print(f"  running {kind}{label} ...", end="", flush=True)
+                root = os.path.join(cache_root, str(rep)) if cache_root else None
+                r = run_worker(kind, args, root)
+                runs[kind].append(r)
+                print(f" {r['wall_s']:.0f} s" + (f"  FAILED: {r['error']}" if "error" in r else ""), flush=True)
     finally:
         if cache_root:
             shutil.rmtree(cache_root, ignore_errors=True)
     print(f"load average {os.getloadavg()[0]:.1f} at end (other work on the machine skews every figure)")
+    results = {k: combine(v) for k, v in runs.items()}
 
     def tps(r, key):
         return tokens / r[key] if r and "error" not in r else None
@@ -153,7 +175,8 @@ def main():
         print(f"{kind:10s} {tps(r, 'train_step_s'):11.1f} {r['train_step_s']:8.3f} {r['train_first_s']:10.2f} "
               f"{tps(r, 'infer_step_s'):11.1f} {r['infer_step_s']:8.3f} {r['infer_first_s']:10.2f} "
               f"{r['losses'][-1]:10.5f}  {r['wall_s']:9.0f}")
-    print("  (s/step, s/call: median of the timed calls; first call: the first call alone, tracing and compiling)")
+    print("  (s/step, s/call: median of the timed calls; first call: the first call alone, tracing and compiling"
+          + (f"; medians over {args.repeats} rounds" if args.repeats > 1 else "") + ")")
     for kind in kinds:
         r = results[kind]
         if "train_all_s" in r:
