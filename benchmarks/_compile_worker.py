@@ -98,7 +98,8 @@ def run_torch(cfg):
             opt_step = torch.compile(opt.step, backend=backend)
             notes.append(f"model+loss and optimizer step compiled (backend={backend})")
         else:
-            notes.append(f"model+loss compiled (backend={backend}); optimizer step eager ({mode})")
+            eager = f"{mode} eager" if device == "tpu" else "eager on CPU"
+            notes.append(f"model+loss compiled (backend={backend}); optimizer step {eager}")
 
     def train_step():
         opt.zero_grad(set_to_none=True)
