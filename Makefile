@@ -22,7 +22,7 @@ build: $(EXT)
 
 BENCH_DEPS := $(VENV)/.bench-deps-stamp
 
-# compile.py runs each configuration in a fresh process (about 15 minutes here).
+# compile.py runs each configuration in a fresh process, 3 rounds (5-15 minutes here).
 bench: $(EXT) $(BENCH_DEPS)
 	$(PY) benchmarks/eager_overhead.py
 	$(PY) benchmarks/eager_modes.py

@@ -8,7 +8,8 @@ For each configuration, in its own fresh process (benchmarks/_compile_worker.py)
   - the first call of each, timed alone (it traces and compiles: "first call");
   - then `--warmup - 1` more calls, then `--steps` timed calls, each closed
     by a sync; the figure is their median (the machine is shared; the spread
-    is printed too); `--repeats R` runs R interleaved rounds and takes medians.
+    is printed too); `--repeats R` (3) runs R interleaved rounds: medians over rounds,
+    ratios taken within each round first.
 Configurations:
   strict    torch_tpu, Strict Eager (the default mode): one program per op
   fused     torch_tpu, Fused Eager: ops deferred and fused, flushed at
@@ -30,7 +31,7 @@ Prints a table, the ratios of compiled to the others with the targets
 inference is shown too), and the largest loss differences.
 
 Usage: python benchmarks/compile.py [--quick] [--layers 2] [--batch 4] [--seq 64]
-       [--steps 7] [--warmup 3] [--repeats 1] [--attn sdpa|mask] [--kinds strict,fused,...]
+       [--steps 7] [--warmup 3] [--repeats 3] [--attn sdpa|mask] [--kinds strict,fused,...]
 torchax comes from benchmarks/requirements.txt (`make bench` installs it).
 """
 
@@ -89,6 +90,13 @@ def run_worker(kind, args, cache_root):
     return res
 
 
+def ratio(compiled_runs, other_runs):
+    """(train, inference) throughput of compiled over other: per round (the
+    two ran minutes apart, under about the same load), then the median."""
+    pairs = list(zip(compiled_runs, other_runs))
+    return tuple(statistics.median(o[key] / c[key] for c, o in pairs) for key in ("train_step_s", "infer_step_s"))
+
+
 def combine(rs):
     """One result from the rounds of one configuration: the median of each
     timing (rounds interleave the configurations, so a burst of other work
@@ -118,13 +126,13 @@ def main():
                    help="compiled/inductor: run optimizer.step eagerly instead of torch.compile(opt.step)")
     p.add_argument("--kinds", default=",".join(KINDS))
     p.add_argument("--warm-caches", action="store_true", help="use the normal compilation caches (first call may load)")
-    p.add_argument("--repeats", type=int, default=1,
+    p.add_argument("--repeats", type=int, default=3,
                    help="rounds over all configurations, interleaved; medians over rounds (steadier on a busy machine)")
     p.add_argument("--timeout", type=int, default=1800, help="seconds per configuration")
-    p.add_argument("--quick", action="store_true", help="smoke run: 1 layer, batch 2, seq 16, 2 steps")
+    p.add_argument("--quick", action="store_true", help="smoke run: 1 layer, batch 2, seq 16, 2 steps, 1 round")
     args = p.parse_args()
     if args.quick:
-        args.layers, args.batch, args.seq, args.steps, args.warmup = 1, 2, 16, 2, 2
+        args.layers, args.batch, args.seq, args.steps, args.warmup, args.repeats = 1, 2, 16, 2, 2, 1
     args.warmup = max(args.warmup, 1)
     kinds = [k for k in args.kinds.split(",") if k]
     bad = [k for k in kinds if k not in KINDS]
@@ -191,22 +199,24 @@ def main():
 
     c = results.get("compiled")
     if c and "error" not in c:
-        print("\nratios (compiled / other, throughput; > 1 means compiled is faster):")
+        rounds = f", median over the {args.repeats} rounds of each round's ratio" if args.repeats > 1 else ""
+        print(f"\nratios (compiled / other, throughput; > 1 means compiled is faster{rounds}):")
+        ratios = {}
         for other in kinds:
-            o = results[other]
-            if other == "compiled" or "error" in o:
+            if other == "compiled" or "error" in results[other]:
                 continue
-            tr = o["train_step_s"] / c["train_step_s"]
-            inf = o["infer_step_s"] / c["infer_step_s"]
-            print(f"  compiled/{other:9s} train {tr:6.2f}x   inference {inf:6.2f}x")
+            ratios[other] = tr, inf = ratio(runs["compiled"], runs[other])
+            spread = ""
+            if args.repeats > 1:
+                each = [o["train_step_s"] / c["train_step_s"] for c, o in zip(runs["compiled"], runs[other])]
+                spread = "   (train by round: " + " ".join(f"{x:.2f}" for x in each) + ")"
+            print(f"  compiled/{other:9s} train {tr:6.2f}x   inference {inf:6.2f}x{spread}")
         print("targets (training throughput):")
         for other, target in TARGETS:
-            o = results.get(other)
-            if not o or "error" in o:
+            if other not in ratios:
                 print(f"  compiled >= {target}x {other}: not measured")
                 continue
-            tr = o["train_step_s"] / c["train_step_s"]
-            inf = o["infer_step_s"] / c["infer_step_s"]
+            tr, inf = ratios[other]
             print(f"  compiled >= {target:.1f}x {other:8s}: train {tr:5.2f}x {'PASS' if tr >= target else 'MISS'}"
                   f"   (inference {inf:5.2f}x {'PASS' if inf >= target else 'MISS'})")
     else:
