@@ -20,9 +20,18 @@ test: $(EXT)
 
 build: $(EXT)
 
-bench: $(EXT)
+BENCH_DEPS := $(VENV)/.bench-deps-stamp
+
+# compile.py runs each configuration in a fresh process, 3 rounds (5-15 minutes here).
+bench: $(EXT) $(BENCH_DEPS)
 	$(PY) benchmarks/eager_overhead.py
 	$(PY) benchmarks/eager_modes.py
+	$(PY) benchmarks/compile.py
+
+# torchax without its dependencies: it must not move the pinned jax/jaxlib.
+$(BENCH_DEPS): benchmarks/requirements.txt $(DEPS)
+	$(PY) -m pip install -q --no-deps -r benchmarks/requirements.txt
+	touch $@
 
 # PyTorch's OpInfo suite on tpu vs CPU -> docs/opinfo.md (about an hour here).
 opinfo: $(EXT)
