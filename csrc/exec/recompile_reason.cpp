@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <sstream>
 #include <unordered_map>
 #include <utility>
@@ -144,21 +145,27 @@ CallFacts describe_call(const c10::FunctionSchema& schema, const std::vector<c10
 
 // What a reader checks first: kind and shape before the layout details
 // that follow from them (strides, storage size).
+constexpr int kLayoutRank = 7;  // strides, storage offset / bytes / buffer / sharing
+
 static int aspect_rank(const std::string& aspect) {
   static const char* order[] = {"device", "matmul precision", "dtype", "shape", "value", "length", "Scalar kind"};
   for (int i = 0; i < 7; ++i)
     if (aspect == order[i]) return i;
-  return 7;
+  return kLayoutRank;
 }
 
 std::string diff_facts(const CallFacts& before, const CallFacts& now) {
   std::map<std::pair<std::string, std::string>, const std::string*> old;
   for (const auto& f : before) old[{f.arg, f.aspect}] = &f.value;
-  std::vector<std::pair<int, std::string>> diffs;  // (rank, text), stable-sorted by rank
+  struct Diff {
+    int rank;
+    std::string arg, text;
+  };
+  std::vector<Diff> diffs;  // stable-sorted by rank below
   auto say = [&](const ArgFact& f, const std::string& from, const std::string& to) {
     // "arg 'dim' [0] -> [1]" reads better than "arg 'dim' value [0] -> [1]".
     std::string s = f.arg.empty() ? f.aspect : f.aspect == "value" ? f.arg : f.arg + " " + f.aspect;
-    diffs.emplace_back(aspect_rank(f.aspect), s + " " + from + " -> " + to);
+    diffs.push_back(Diff{aspect_rank(f.aspect), f.arg, s + " " + from + " -> " + to});
   };
   for (const auto& f : now) {
     auto it = old.find({f.arg, f.aspect});
@@ -172,11 +179,23 @@ std::string diff_facts(const CallFacts& before, const CallFacts& now) {
   for (const auto& f : before)
     if (old.count({f.arg, f.aspect})) say(f, f.value, "(none)");
   if (diffs.empty()) return "same description as the previous program (another argument layout)";
+  // Strides and storage size follow from a new shape or dtype: say only
+  // the cause for such an argument.
+  std::set<std::string> resized;
+  for (const auto& f : now) {
+    auto it = std::find_if(before.begin(), before.end(),
+                           [&](const ArgFact& b) { return b.arg == f.arg && b.aspect == f.aspect; });
+    if ((f.aspect == "shape" || f.aspect == "dtype") && it != before.end() && it->value != f.value)
+      resized.insert(f.arg);
+  }
+  diffs.erase(std::remove_if(diffs.begin(), diffs.end(),
+                             [&](const Diff& d) { return d.rank == kLayoutRank && resized.count(d.arg); }),
+              diffs.end());
   std::stable_sort(diffs.begin(), diffs.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
+                   [](const Diff& a, const Diff& b) { return a.rank < b.rank; });
   std::string s;
   const size_t shown = 4;
-  for (size_t i = 0; i < diffs.size() && i < shown; ++i) s += (i ? "; " : "") + diffs[i].second;
+  for (size_t i = 0; i < diffs.size() && i < shown; ++i) s += (i ? "; " : "") + diffs[i].text;
   if (diffs.size() > shown) s += "; (+" + std::to_string(diffs.size() - shown) + " more)";
   return s;
 }
