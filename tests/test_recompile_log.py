@@ -205,3 +205,26 @@ def test_annotate_graph_error_leaves_foreign_errors_alone():
         new = annotate_graph_error(gm, e)
     assert type(new) is TypeError and "torch_tpu: raised by <built-in function add>" in str(new), str(new)
     assert annotate_graph_error(gm, new) is new  # annotated once only
+
+
+def test_disk_cache_load_is_logged_with_its_reason(tmp_path):
+    # A second process finds the program on disk: no XLA compile, but still a
+    # new program in this process, logged as a load with the same reason.
+    path = tmp_path / "load.py"
+    path.write_text(PRELUDE + textwrap.dedent("""
+        torch.neg(torch.ones(3).to("tpu")); torch.neg(torch.ones(6).to("tpu"))
+        torch.tpu.synchronize()
+        print(json.dumps([e for e in torch_tpu.recompile_log() if e["what"].startswith("aten::neg")]))
+    """))
+    env = dict(os.environ, TORCH_TPU_CACHE_DIR=str(tmp_path / "cache"), TORCH_TPU_LOG_RECOMPILES="1")
+    runs = [subprocess.run([sys.executable, str(path)], env=env, capture_output=True, text=True, timeout=600)
+            for _ in range(2)]
+    for r in runs:
+        assert r.returncode == 0, r.stderr[-3000:]
+    first, second = (json.loads(r.stdout.splitlines()[-1]) for r in runs)
+    assert [e["how"] for e in first] == ["compile", "compile"], first
+    assert [e["how"] for e in second] == ["load", "load"], second
+    assert [e["reason"] for e in second] == [e["reason"] for e in first], (first, second)
+    assert "shape [3] -> [6]" in second[1]["reason"], second
+    loads = [ln for ln in runs[1].stderr.splitlines() if ln.startswith("torch_tpu: XLA cache load for aten::neg")]
+    assert len(loads) == 2 and loads[1].endswith("input 0 'self' shape [3] -> [6]; input 1 'out' shape [3] -> [6]"), loads
