@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["annotate_graph_error", "check_graph_lowerable", "node_for_error"]
+__all__ = ["annotate_graph_error", "annotate_node_error", "check_graph_lowerable", "node_for_error"]
 
 _MARK = "\n\ntorch_tpu: raised by "
 
@@ -61,7 +61,13 @@ def annotate_graph_error(gm: torch.fx.GraphModule, exc: BaseException) -> BaseEx
         node = node_for_error(gm, exc)
     except Exception:  # never hide the user's error behind ours
         return exc
-    if node is None or node.op != "call_function":
+    return annotate_node_error(node, exc) if node is not None else exc
+
+
+def annotate_node_error(node: torch.fx.Node, exc: BaseException) -> BaseException:
+    """As annotate_graph_error, for a caller that already knows the node
+    (an interpreter loop such as bounded_graph's)."""
+    if node.op != "call_function" or not isinstance(exc, Exception) or _MARK in str(exc):
         return exc
     msg = (f"{exc}{_MARK}{node.target} (graph node '{node.name}') in a graph compiled by "
            f"torch.compile(backend=\"tpu\"); from user code:\n{_user_lines(node)}")
