@@ -227,4 +227,5 @@ def test_disk_cache_load_is_logged_with_its_reason(tmp_path):
     assert [e["reason"] for e in second] == [e["reason"] for e in first], (first, second)
     assert "shape [3] -> [6]" in second[1]["reason"], second
     loads = [ln for ln in runs[1].stderr.splitlines() if ln.startswith("torch_tpu: XLA cache load for aten::neg")]
-    assert len(loads) == 2 and loads[1].endswith("input 0 'self' shape [3] -> [6]; input 1 'out' shape [3] -> [6]"), loads
+    assert len(loads) == 2, loads
+    assert loads[1].endswith("input 0 'self' shape [3] -> [6]; input 1 'out' shape [3] -> [6]"), loads
