@@ -51,6 +51,7 @@ def test_eager_reasons_shape_dtype_arg_scalar(tmp_path):
         a3, b3 = a2.to(torch.bfloat16), b2.to(torch.bfloat16)
         torch.add(a3, b3, alpha=2.5)                        # dtype
         torch.cumsum(a, 0); torch.cumsum(a, 1)              # int argument
+        torch.mm(a, b.t()); torch.set_float32_matmul_precision("medium"); torch.mm(a, b.t())  # precision
         torch.tpu.synchronize()
         print(json.dumps([e for e in torch_tpu.recompile_log() if e["what"].startswith(("aten::add", "aten::cumsum"))]))
         print(json.dumps(torch_tpu.compile_stats()))
@@ -64,6 +65,8 @@ def test_eager_reasons_shape_dtype_arg_scalar(tmp_path):
     assert "input 0 'self' dtype float32 -> bfloat16" in add[3], add[3]
     cumsum = [ln for ln in r.stderr.splitlines() if ln.startswith("torch_tpu: XLA compile #") and "aten::cumsum" in ln]
     assert len(cumsum) == 2 and "arg 'dim' 0 -> 1" in cumsum[1], cumsum
+    mm = [ln for ln in r.stderr.splitlines() if ln.startswith("torch_tpu: XLA compile #") and "aten::mm" in ln]
+    assert len(mm) == 2 and mm[1].endswith(": matmul precision highest -> medium"), mm
 
     entries = json.loads(r.stdout.splitlines()[-2])
     adds = [e for e in entries if e["what"] == "aten::add.out"]
