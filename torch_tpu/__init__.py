@@ -55,7 +55,9 @@ safetensors_compat.install()  # safetensors' loaders accept device="tpu"
 from . import dynamo_backend  # noqa: E402
 from .dynamo_backend import compile_stats  # noqa: E402
 from .bounded_tensor import mark_dynamic  # noqa: E402
+from .compile_log import recompile_log  # noqa: E402
 
 dynamo_backend.install()  # torch.compile(..., backend="tpu")
 
-__all__ = ["tpu", "eager_mode", "get_eager_mode", "mark_step", "fusion_stats", "compile_stats", "mark_dynamic"]
+__all__ = ["tpu", "eager_mode", "get_eager_mode", "mark_step", "fusion_stats", "compile_stats", "mark_dynamic",
+           "recompile_log"]

@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 import torch
 
-from . import _C
+from . import _C, compile_errors, compile_log
 from .graph_replay import ReplayCache, replay_stats
 
 __all__ = ["compile_stats", "decompositions", "tpu_backend"]
@@ -55,6 +55,7 @@ def _fused_graph_compiler(gm: torch.fx.GraphModule, example_inputs: list) -> Cal
     may free the inputs) that runs `gm` as one fused program."""
     from torch.fx.graph import _BoxedCodeGen
 
+    compile_errors.check_graph_lowerable(gm)  # an op with no lowering fails here, not mid-run
     gm.graph.set_codegen(_BoxedCodeGen())
     gm.recompile()
     forward = gm.forward
@@ -66,6 +67,8 @@ def _fused_graph_compiler(gm: torch.fx.GraphModule, example_inputs: list) -> Cal
         _C._set_eager_mode(_FUSED)
         try:
             return forward(args)
+        except Exception as exc:
+            raise compile_errors.annotate_graph_error(gm, exc)  # names the op and the user's line
         finally:
             # Flush even on error: the ops deferred so far run (or raise)
             # here rather than leak into the caller's next trace.
@@ -110,6 +113,7 @@ def _aot_backend():
 
 def tpu_backend(gm: torch.fx.GraphModule, example_inputs: list, **kwargs: Any) -> Callable:
     """The "tpu" Dynamo backend (see the module docstring)."""
+    compile_log.note_graph_compile(gm, example_inputs)  # why this (re)compile: compile_log.py
     return _aot_backend()(gm, example_inputs, **kwargs)
 
 
@@ -174,7 +178,10 @@ def compile_stats() -> dict:
     `graph_calls` and `fused_cache_hits` (second call) or `replays` (later
     calls) only. Graphs with symbolic sizes run padded to buckets
     (bounded_graph.py) count `bounded_calls` and `bounded_compiles` (their
-    fused programs)."""
+    fused programs). `recompiles`: new programs of an op, op sequence or
+    Dynamo frame that had one before with other inputs (`graph_recompiles`,
+    `fused_recompiles`, `op_recompiles` by kind); `torch_tpu.recompile_log()`
+    says why."""
     with _stats_lock:
         out = dict(_stats)
     from . import bounded_graph
@@ -183,4 +190,6 @@ def compile_stats() -> dict:
     fusion = _C._fusion_stats()
     out.update(xla_compiles=_C._compile_count(), fused_compiles=fusion["compiles"],
                fused_cache_hits=fusion["cache_hits"], **replay_stats())
+    rec = _C._recompile_stats()
+    out.update({k: rec[k] for k in ("recompiles", "graph_recompiles", "fused_recompiles", "op_recompiles")})
     return out

@@ -15,11 +15,13 @@
 #include <sstream>
 #include <memory>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "device/generator.h"
 #include "exec/arg_checks.h"
 #include "exec/capture_notes.h"
 #include "exec/meta_fixups.h"
+#include "exec/recompile_reason.h"
 #include "device/guard.h"
 #include "device/storage.h"
 #include "lowering/precision.h"
@@ -27,6 +29,8 @@
 #include "lowering/view.h"
 #include "runtime/runtime.h"
 #include "runtime/lru_cache.h"
+#include "runtime/modes.h"
+#include "runtime/recompile_log.h"
 
 namespace torch_tpu::exec {
 
@@ -591,6 +595,37 @@ void run_program(const Program& prog, std::vector<c10::IValue>& args, torch::jit
   }
 }
 
+// A cache miss: compiles, and says why (recompile_reason.h, recompile_log.h).
+// The readable facts are built here only, never on a hit.
+std::shared_ptr<Program> compile_on_miss(const c10::OperatorHandle& op, std::vector<c10::IValue>& args, int device,
+                                         const std::string& key, const KeyOptions& opts) {
+  static auto* compiled_keys = new std::unordered_set<size_t>();  // hashes of keys that compiled before
+  size_t key_hash = std::hash<std::string>{}(key);
+  std::string name = full_name(op.schema());
+  if (compiled_keys->count(key_hash)) {
+    // Evicted from the LRU and needed again: same inputs, not a recompile.
+    runtime::note_op_reload();
+    runtime::CompileNote note("(reloaded: evicted from the program cache)", "");
+    return compile_op(op, args, device);
+  }
+  CallFacts facts = describe_call(op.schema(), args, opts);  // before compile_op resizes out= tensors
+  NewProgram why = explain_new_program(name, facts);
+  int64_t before = runtime::get().compile_count();
+  std::shared_ptr<Program> prog;
+  {
+    runtime::CompileNote note("(#" + std::to_string(why.count) + " for this op)", why.reason);
+    prog = compile_op(op, args, device);
+  }
+  compiled_keys->insert(key_hash);
+  remember_program(name, std::move(facts));
+  // Fused mode only lowers the op (its code is compiled inside a fused
+  // program, which records its own entry): nothing to record here.
+  bool compiled = runtime::get().compile_count() != before;
+  if (compiled || runtime::eager_mode() != runtime::EagerMode::kFused)
+    runtime::record_compile({"op", name, why.reason, why.count, compiled ? "compile" : "load"});
+  return prog;
+}
+
 }  // namespace
 
 at::Tensor empty_tensor(at::IntArrayRef sizes, at::ScalarType dtype, c10::DeviceIndex device) {
@@ -651,7 +686,8 @@ void run_lowered_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     for (const auto& [arg, sizes] : prog->resizes) args[arg].toTensor().resize_(sizes);
   } else {
     ++g_stats.misses;
-    prog = compile_op(op, args, device);
+    prog = compile_on_miss(op, args, device, key, KeyOptions{device, static_cast<int>(lowering::matmul_precision()),
+                                                             static_scalars, runtime_floats});
     cache().put(key, prog);
   }
   run_program(*prog, args, stack);

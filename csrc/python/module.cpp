@@ -12,6 +12,7 @@
 #include "lowering/registry.h"
 #include "runtime/compile_cache.h"
 #include "runtime/modes.h"
+#include "runtime/recompile_log.h"
 #include "runtime/runtime.h"
 
 namespace py = pybind11;
@@ -107,6 +108,37 @@ PYBIND11_MODULE(_C, m) {
     d["pending_ops"] = s.pending_ops;
     return d;
   });
+  // Recompile visibility (runtime/recompile_log.h): counters, the last
+  // entries, and the torch.compile backend's graph entries.
+  m.def("_recompile_stats", [] {
+    auto s = runtime::recompile_stats();
+    py::dict d;
+    d["programs"] = s.programs;
+    d["recompiles"] = s.recompiles;
+    d["op_recompiles"] = s.op_recompiles;
+    d["fused_recompiles"] = s.fused_recompiles;
+    d["graph_recompiles"] = s.graph_recompiles;
+    d["op_reloads"] = s.op_reloads;
+    return d;
+  });
+  m.def("_recompile_log", [](size_t n) {
+    py::list out;
+    for (const auto& e : runtime::recent_compiles(n)) {
+      py::dict d;
+      d["kind"] = e.kind;
+      d["what"] = e.what;
+      d["reason"] = e.reason;
+      d["count"] = e.count;
+      d["how"] = e.how;
+      out.append(d);
+    }
+    return out;
+  }, py::arg("n") = 256);
+  m.def("_record_compile", [](const std::string& kind, const std::string& what, const std::string& reason,
+                              int64_t count, const std::string& how) {
+    runtime::record_compile({kind, what, reason, count, how});
+  });
+  m.def("_log_recompiles", [] { return runtime::log_recompiles(); });
   // Whether the tensor's storage holds a computed value (false while its
   // program is queued or deferred); never waits.
   m.def("_is_ready", [](const at::Tensor& t) {

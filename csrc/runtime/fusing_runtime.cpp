@@ -29,10 +29,12 @@
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "runtime/modes.h"
 #include "runtime/lru_cache.h"
+#include "runtime/recompile_log.h"
 
 namespace torch_tpu::runtime {
 namespace py = pybind11;
@@ -94,6 +96,12 @@ class OpProgram final : public Executable, public std::enable_shared_from_this<O
  public:
   OpProgram(Runtime& rt, ExecutableRef inner, const std::string& text, std::string what, int device)
       : rt_(rt), inner_(std::move(inner)), what_(std::move(what)), device_(device) {
+    // Why the op engine built it (recompile_log.h): for a deferred compile
+    // and for the reason of a fused program that uses it.
+    if (const CompileNote* n = CompileNote::current()) {
+      note_label_ = n->label();
+      note_reason_ = n->reason();
+    }
     static std::atomic<int64_t> next_id{0};
     id_ = next_id++;
     // "  func.func public @main(ARGS) -> (RESULTS) {\n" ... "  }\n}\n"
@@ -120,6 +128,7 @@ class OpProgram final : public Executable, public std::enable_shared_from_this<O
   ExecutableRef inner() const {
     if (!inner_) {
       std::string text = text_;
+      CompileNote note(note_label_, note_reason_);
       ExecutableRef exe = rt_.compile(text, device_, what_);
       if (!inner_) {
         inner_ = std::move(exe);
@@ -129,6 +138,7 @@ class OpProgram final : public Executable, public std::enable_shared_from_this<O
     return inner_;
   }
   const std::string& what() const { return what_; }
+  const std::string& reason() const { return note_reason_; }
   int64_t id() const { return id_; }
   const std::vector<std::string>& in_sig() const { return in_sig_; }
   const std::vector<std::string>& out_sig() const { return out_sig_; }
@@ -141,6 +151,7 @@ class OpProgram final : public Executable, public std::enable_shared_from_this<O
   mutable ExecutableRef inner_;   // null until first needed (fused mode)
   mutable std::string text_;      // kept until then
   std::string what_;
+  std::string note_label_, note_reason_;
   int device_;
   int64_t id_;
   std::vector<std::string> in_sig_, out_sig_;
@@ -464,7 +475,23 @@ class ModeRuntime final : public Runtime {
           exe = *hit;
         } else {
           ++g_stats.compiles;
-          exe = inner_.compile(module_text(t, live), t.device, describe(t));
+          size_t key_hash = std::hash<std::string>{}(key);
+          if (fused_keys_.count(key_hash)) {
+            // Evicted from the LRU and needed again: not a recompile.
+            CompileNote note("(reloaded: evicted from the fused program cache)", "");
+            exe = inner_.compile(module_text(t, live), t.device, describe(t));
+          } else {
+            std::string what = describe(t);
+            auto [count, reason] = explain(t);
+            int64_t before = inner_.compile_count();
+            {
+              CompileNote note("(#" + std::to_string(count) + " for this op sequence)", reason);
+              exe = inner_.compile(module_text(t, live), t.device, what);
+            }
+            if (fused_keys_.size() > 65536) fused_keys_.clear();  // a bound: only decides the wording
+            fused_keys_.insert(key_hash);
+            record_compile({"fused", what, reason, count, inner_.compile_count() != before ? "compile" : "load"});
+          }
           fused_.put(key, exe);  // keeps the TPU_FUSE_CACHE_SIZE most recent (lru_cache.h says why)
         }
         outs = inner_.execute(*exe, t.params);
@@ -489,6 +516,42 @@ class ModeRuntime final : public Runtime {
       live[i]->real = std::move(outs[i]);
       live[i]->trace.reset();
     }
+  }
+
+  // Why a trace needs a new fused program: compared with the previous
+  // compile of the same op sequence (by name), the first op that now runs
+  // another program, with the reason that program was built. Returns this
+  // program's number for the sequence and the reason.
+  std::pair<int64_t, std::string> explain(const Trace& t) {
+    std::string names;
+    std::vector<int64_t> ids;
+    for (const auto& op : t.ops) {
+      names += op.prog->what();
+      names += ';';
+      ids.push_back(op.prog->id());
+    }
+    size_t sig = std::hash<std::string>{}(names);
+    if (sequences_.size() > 4096) sequences_.clear();  // a bound, not a cache: reasons only
+    auto& seen = sequences_[sig];
+    std::string reason;
+    if (seen.count == 0) {
+      reason = "new op sequence (" + std::to_string(t.ops.size()) + " ops)";
+    } else {
+      size_t first = ids.size(), differ = 0;
+      for (size_t k = 0; k < ids.size() && k < seen.ids.size(); ++k)
+        if (ids[k] != seen.ids[k] && differ++ == 0) first = k;
+      if (differ == 0) {
+        reason = "same op programs, other inputs wiring or live results";
+      } else {
+        const auto& p = *t.ops[first].prog;
+        reason = "op " + std::to_string(first) + " of " + std::to_string(ids.size()) + " (" + p.what() +
+                 ") runs another program";
+        if (!p.reason().empty()) reason += " (" + p.reason() + ")";
+        if (differ > 1) reason += "; " + std::to_string(differ - 1) + " more ops differ";
+      }
+    }
+    seen.ids = std::move(ids);
+    return {++seen.count, reason};
   }
 
   // "fused program of N ops: aten::mm x3, aten::add.Tensor, ..." (first few).
@@ -571,6 +634,12 @@ class ModeRuntime final : public Runtime {
   std::unordered_map<int, std::shared_ptr<Trace>> pending_;
   LruCache<ExecutableRef> fused_{256};
   std::unique_ptr<Capture> capture_;
+  struct SequenceHistory {
+    int64_t count = 0;
+    std::vector<int64_t> ids;  // op program ids of its last compile
+  };
+  std::unordered_map<size_t, SequenceHistory> sequences_;  // by hash of the op names
+  std::unordered_set<size_t> fused_keys_;                   // hashes of trace keys compiled before
 };
 
 ModeRuntime* g_modes = nullptr;

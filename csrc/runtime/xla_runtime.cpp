@@ -18,6 +18,7 @@
 
 #include "runtime/compile_cache.h"
 #include "runtime/modes.h"
+#include "runtime/recompile_log.h"
 #include "runtime/runtime.h"
 #include "runtime/stderr_filter.h"
 
@@ -203,8 +204,10 @@ class XlaRuntime final : public Runtime {
       std::string key;
       if (disk.enabled()) {
         key = cache::make_key(text, key_inputs(device));
-        if (py::object exe = load_cached(disk, key, dl, options); !exe.is_none())
+        if (py::object exe = load_cached(disk, key, dl, options); !exe.is_none()) {
+          if (log_recompiles()) log_load(text, what);
           return std::make_shared<JaxExecutable>(std::move(exe), device, parse_result_types(text));
+        }
         disk.note_miss();
       }
       auto start = std::chrono::steady_clock::now();
@@ -212,7 +215,7 @@ class XlaRuntime final : public Runtime {
       double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       compile_seconds_ += seconds;
       ++compiles_;
-      if (log_compiles()) log_compile(text, what, seconds);
+      if (log_recompiles()) log_compile(text, what, seconds);
       if (disk.enabled()) store_cached(disk, key, exe);
       return std::make_shared<JaxExecutable>(std::move(exe), device, parse_result_types(text));
     } catch (py::error_already_set& e) {
@@ -223,18 +226,26 @@ class XlaRuntime final : public Runtime {
 
   // TORCH_TPU_LOG_RECOMPILES=1: one stderr line per XLA compile, naming
   // the op or fused program it is for and a hash of its StableHLO (the new
-  // program key), so an unexpected recompile can be traced to its cause.
-  static bool log_compiles() {
-    static const bool on = [] {
-      const char* v = std::getenv("TORCH_TPU_LOG_RECOMPILES");
-      return v && *v && std::strcmp(v, "0") != 0;
-    }();
-    return on;
-  }
+  // program key), then why the caller needed a new program (its
+  // CompileNote, recompile_log.h), so an unexpected recompile shows its cause.
   void log_compile(const std::string& text, const std::string& what, double seconds) const {
-    std::fprintf(stderr, "torch_tpu: XLA compile #%lld (%.3f s) for %s [program %016zx, %zu bytes]\n",
-                 static_cast<long long>(compiles_), seconds, what.c_str(), std::hash<std::string>{}(text),
-                 text.size());
+    std::fprintf(stderr, "torch_tpu: XLA compile #%lld (%.3f s) for %s%s [program %016zx, %zu bytes]%s\n",
+                 static_cast<long long>(compiles_), seconds, what.c_str(), note_label().c_str(),
+                 std::hash<std::string>{}(text), text.size(), note_reason().c_str());
+  }
+  // A disk-cache hit is not an XLA compile, but still a new program in this
+  // process: logged too, so a warm cache does not hide why it was needed.
+  void log_load(const std::string& text, const std::string& what) const {
+    std::fprintf(stderr, "torch_tpu: XLA cache load for %s%s [program %016zx, %zu bytes]%s\n", what.c_str(),
+                 note_label().c_str(), std::hash<std::string>{}(text), text.size(), note_reason().c_str());
+  }
+  static std::string note_label() {
+    const CompileNote* n = CompileNote::current();
+    return n && !n->label().empty() ? " " + n->label() : "";
+  }
+  static std::string note_reason() {
+    const CompileNote* n = CompileNote::current();
+    return n && !n->reason().empty() ? ": " + n->reason() : "";
   }
 
   // Everything besides the text that decides the compiled program: the
