@@ -86,7 +86,14 @@ def run_torch(cfg):
         device = "tpu"
         model = gpt2.to_device(model, device)
     idx, tgt = idx.to(device), tgt.to(device)
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg["lr"], betas=BETAS, eps=EPS, weight_decay=WEIGHT_DECAY)
+    # A compiled step on tpu keeps AdamW's step counters on the device
+    # (capturable=True): with CPU counters the graph updates a CPU tensor, so
+    # it cannot be replayed from C++ and re-runs op by op each call.
+    capturable = kind == "compiled" and cfg["compile_opt"]
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg["lr"], betas=BETAS, eps=EPS, weight_decay=WEIGHT_DECAY,
+                            capturable=capturable)
+    if capturable:
+        notes.append("AdamW(capturable=True): step counters on tpu, so the compiled step is replayed")
 
     mode = "fused" if kind == "fused" else "strict"
     train_fn, infer_fn, opt_step = WithLoss(model), model, opt.step
