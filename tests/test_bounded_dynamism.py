@@ -256,3 +256,16 @@ def test_mark_dynamic_outside_fused_only_marks():
         assert torch_tpu.mark_dynamic(t, 1, 2, 8) is t
     with pytest.raises(ValueError, match="outside"):
         torch_tpu.mark_dynamic(t, 1, 6, 8)
+
+
+def test_error_in_graph_with_symbolic_sizes_names_op_and_line():
+    def fn(x):
+        return x.uniform_(2.0, 1.0).sum(0)  # from > to: raised when it runs
+
+    compiled = torch.compile(fn, backend="tpu")
+    x = torch.randn(6, 3, device="tpu")
+    torch._dynamo.mark_dynamic(x, 0, min=2, max=64)
+    with pytest.raises(RuntimeError) as info:
+        compiled(x)
+    msg = str(info.value)
+    assert "uniform" in msg and "test_bounded_dynamism.py" in msg

@@ -33,6 +33,7 @@ import sympy
 import torch
 
 from . import _C
+from .compile_errors import annotate_node_error
 from .graph_replay import ReplayCache
 from .bounded_rules import Unsupported, dyn_dims, plan, sym_expr
 
@@ -223,7 +224,10 @@ class BoundedGraph:
         try:
             for n, rule in self.steps:
                 args_n, kwargs_n = torch.fx.node.map_arg((n.args, n.kwargs), lambda m: env[m])
-                env[n] = rule(call, n, args_n, kwargs_n)
+                try:
+                    env[n] = rule(call, n, args_n, kwargs_n)
+                except Exception as exc:  # name the op and the user's line
+                    raise annotate_node_error(n, exc) from None
             outs = torch.fx.node.map_arg(self.output.args[0], lambda m: env[m])
             # Only the results may stay referenced: the fused program returns
             # every value still held when it runs.
