@@ -35,7 +35,7 @@ import torch
 from . import _C
 from .compile_errors import annotate_node_error
 from .graph_replay import ReplayCache
-from .bounded_rules import Unsupported, dyn_dims, plan, sym_expr
+from .bounded_rules import Unsupported, dyn_dims, growth, plan, sym_expr
 
 _FUSED = 2  # runtime::EagerMode::kFused
 
@@ -259,10 +259,9 @@ def _growth(spec, symbols) -> dict:
     inference step returns one token longer than it came in."""
     out = {}
     for e in _exprs([n.meta.get("val") for n in _nodes(spec)]):
-        for s in symbols:
-            c = e - s
-            if c.is_Integer and int(c) > 0:
-                out[s] = max(out.get(s, 0), int(c))
+        g = growth(e)
+        if g is not None and g[0] in symbols:
+            out[g[0]] = max(out.get(g[0], 0), g[1])
     return out
 
 

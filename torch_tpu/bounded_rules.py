@@ -52,6 +52,17 @@ def dyn_dims(val: Any) -> dict:
     return out
 
 
+def growth(e):
+    """(s, c) when the size `e` is s + c for a symbol s and an integer
+    c > 0 (a KV cache one token longer than it came in), else None. Padded
+    copies reserve that room so the next call finds the same layout."""
+    for s in e.free_symbols:
+        c = e - s
+        if c.is_Integer and int(c) > 0:
+            return s, int(c)
+    return None
+
+
 def _meta(n: Any) -> Any:
     return n.meta.get("val") if isinstance(n, torch.fx.Node) else None
 

@@ -29,7 +29,7 @@ import torch
 from torch.utils._pytree import tree_flatten, tree_map, tree_unflatten
 
 from .bounded_graph import _Call, bucket, pad_to
-from .bounded_rules import Unsupported, dyn_dims, plan
+from .bounded_rules import Unsupported, dyn_dims, growth, plan
 
 __all__ = ["BoundedTensor", "mark_dynamic"]
 
@@ -93,7 +93,7 @@ def mark_dynamic(t: torch.Tensor, dim: int, lo: int | None = None, hi: int | Non
 
 # Ops that read values out to the host, or leave the device: they see the
 # real entries.
-_HOST = {"_local_scalar_dense", "_to_copy", "equal", "is_nonzero", "allclose", "item", "_copy_from"}
+_HOST = {"_local_scalar_dense", "_to_copy", "equal", "_copy_from"}
 
 
 def _unpad_all(args, kwargs):
@@ -278,15 +278,15 @@ def _run_padded(func, args, kwargs):
     run_flat = [padded_sizes[f.node.expr] if isinstance(f, torch.SymInt) else p for f, p in zip(fake_flat, padded)]
     rargs, rkwargs = tree_unflatten(run_flat, spec)
     out = rule(call, node, tuple(rargs), dict(rkwargs))
-    return _wrap(out, fout, func, args, real_of, upper_of)
+    return _wrap(out, fout, args, real_of, upper_of)
 
 
-def _wrap(out, fake, func, args, real_of, upper_of):
+def _wrap(out, fake, args, real_of, upper_of):
     """Outputs with marked dims become BoundedTensors, re-padded to the
     bucket of their real size (a cat one longer stays in its bucket);
     in-place ops return their (wrapped) argument."""
     if isinstance(out, (list, tuple)):
-        return type(out)(_wrap(o, f, func, args, real_of, upper_of) for o, f in zip(out, fake))
+        return type(out)(_wrap(o, f, args, real_of, upper_of) for o, f in zip(out, fake))
     if not isinstance(out, torch.Tensor):
         if isinstance(fake, torch.SymInt):
             return int(fake.node.expr.xreplace({s: sympy.Integer(v) for s, v in real_of.items()}))
@@ -303,7 +303,8 @@ def _wrap(out, fake, func, args, real_of, upper_of):
     for d, e in dyn.items():
         bounds[d] = _expr_upper(e, upper_of)
         want[d] = bucket(shape[d], bounds[d])
-        room[d] = want[d] + _growth(e)
+        g = growth(e)
+        room[d] = want[d] + (g[1] if g else 0)  # see bounded_rules.growth
     for d, w in enumerate(want):
         if w < out.shape[d]:
             out = out.narrow(d, 0, w)  # a view: the layout stays that of the op's result
@@ -318,13 +319,3 @@ def _expr_upper(e, upper_of):
     the real size)."""
     uppers = [upper_of.get(s) for s in e.free_symbols]
     return None if any(u is None for u in uppers) else max(uppers)
-
-
-def _growth(e) -> int:
-    """c for a size s + c: room kept past the bucket so that the next op of
-    the same kind finds the same layout (see bounded_graph.pad_to)."""
-    for s in e.free_symbols:
-        c = e - s
-        if c.is_Integer and int(c) > 0:
-            return int(c)
-    return 0
