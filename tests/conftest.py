@@ -4,6 +4,8 @@ import shutil
 import sys
 import tempfile
 
+import pytest
+
 sys.path.insert(0, os.path.dirname(__file__))
 
 # The suite never writes into the user's real compilation cache: every run
@@ -19,4 +21,15 @@ else:
     atexit.register(shutil.rmtree, _cache_dir, ignore_errors=True)
 
 import torch  # noqa: E402  (autoloads torch_tpu)
-import torch_tpu  # noqa: E402,F401  (explicit where the entry point is not installed)
+import torch_tpu  # noqa: E402  (explicit where the entry point is not installed)
+
+
+@pytest.fixture
+def fresh_dynamo():
+    """Dynamo's caches emptied and the eager mode restored around a test
+    (the torch.compile tests use it through `pytestmark`)."""
+    torch._dynamo.reset()
+    prev = torch_tpu.get_eager_mode()
+    yield
+    torch._dynamo.reset()
+    torch_tpu.eager_mode(prev)

@@ -17,14 +17,7 @@ from utils import assert_close
 TOL = dict(atol=2e-5, rtol=2e-5)
 
 
-@pytest.fixture(autouse=True)
-def fresh_dynamo():
-    torch._dynamo.reset()
-    prev = torch_tpu.get_eager_mode()
-    yield
-    torch._dynamo.reset()
-    torch_tpu.eager_mode(prev)
-
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")
 
 def bounded_compiles():
     return torch_tpu.compile_stats()["bounded_compiles"]

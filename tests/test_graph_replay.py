@@ -13,32 +13,22 @@ import torch.nn.functional as F
 import torch_tpu
 from torch_tpu import _C
 from torch_tpu.graph_replay import ReplayCache
+from compile_models import MLP
 from utils import assert_close
 
 TOL = dict(atol=2e-5, rtol=2e-5)
 
 
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")
+
+
 @pytest.fixture(autouse=True)
-def fresh_dynamo(monkeypatch):
+def replay_on(monkeypatch):
     monkeypatch.delenv("TORCH_TPU_GRAPH_REPLAY", raising=False)
-    torch._dynamo.reset()
-    prev = torch_tpu.get_eager_mode()
-    yield
-    torch._dynamo.reset()
-    torch_tpu.eager_mode(prev)
 
 
 def stats():
     return torch_tpu.compile_stats()
-
-
-class MLP(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc1, self.fc2 = nn.Linear(12, 32), nn.Linear(32, 5)
-
-    def forward(self, x):
-        return self.fc2(F.gelu(self.fc1(x)))
 
 
 def train(model, xs, compile_step):
