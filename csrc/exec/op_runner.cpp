@@ -21,6 +21,7 @@
 #include "exec/arg_checks.h"
 #include "exec/capture_notes.h"
 #include "exec/meta_fixups.h"
+#include "exec/tensor_key.h"
 #include "exec/recompile_reason.h"
 #include "device/guard.h"
 #include "device/storage.h"
@@ -67,16 +68,6 @@ std::string full_name(const c10::FunctionSchema& s) {
 
 // ---- program cache key --------------------------------------------------------
 
-void append_int(std::string& k, int64_t v) {
-  k += std::to_string(v);
-  k += ',';
-}
-
-// `storages`: the storages seen so far in this key. Which arguments share a
-// storage shapes the program (they become one parameter), so each tensor
-// records the position of its storage among them.
-using SeenStorages = std::vector<const void*>;
-
 void append_tensor(std::string& k, const at::Tensor& t, SeenStorages& storages) {
   if (t.device().is_cpu()) {
     k += 'c';
@@ -85,20 +76,7 @@ void append_tensor(std::string& k, const at::Tensor& t, SeenStorages& storages) 
     return;
   }
   k += 'T';
-  append_int(k, static_cast<int>(t.scalar_type()));
-  for (auto s : t.sizes()) append_int(k, s);
-  k += '/';
-  for (auto s : t.strides()) append_int(k, s);
-  k += '@';
-  append_int(k, t.storage_offset());
-  append_int(k, static_cast<int64_t>(t.storage().nbytes()));
-  auto& sb = device::storage_buffer(t.storage());
-  append_int(k, sb.buffer ? static_cast<int>(sb.dtype) : -1);
-  const void* impl = t.storage().unsafeGetStorageImpl();
-  size_t pos = std::find(storages.begin(), storages.end(), impl) - storages.begin();
-  if (pos == storages.size()) storages.push_back(impl);
-  k += 's';
-  append_int(k, static_cast<int64_t>(pos));
+  append_tensor_layout(k, t, storages);
 }
 
 // Ops whose output shape follows from Scalar arguments: their Scalars are

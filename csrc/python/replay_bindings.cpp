@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "device/storage.h"
 #include "exec/graph_replay.h"
+#include "exec/tensor_key.h"
 #include "lowering/precision.h"
 #include "runtime/modes.h"
 
@@ -36,11 +36,6 @@ std::vector<at::Tensor> tpu_tensors(const py::sequence& args) {
   return out;
 }
 
-void append_int(std::string& k, int64_t v) {
-  k += std::to_string(v);
-  k += ',';
-}
-
 // Everything about the arguments that shapes the per-op programs (what
 // op_runner keys on) and the trace: geometry, dtype, storage size, which
 // arguments share a storage, and a tpu storage's buffer state. None when an
@@ -49,7 +44,7 @@ py::object replay_key(const py::sequence& args) {
   std::string k;
   k.reserve(48 * args.size());
   k += static_cast<char>('0' + static_cast<int>(lowering::matmul_precision()));
-  std::vector<const void*> storages;
+  exec::SeenStorages storages;
   for (const auto& h : args) {
     if (!THPVariable_Check(h.ptr())) {
       // Non-tensor arguments are graph constants: keyed by type and value.
@@ -67,27 +62,11 @@ py::object replay_key(const py::sequence& args) {
     }
     if (t.layout() != at::kStrided || !t.has_storage()) return py::none();
     k += 'T';
-    append_int(k, static_cast<int>(t.device().type()));
-    append_int(k, t.device().index());
-    append_int(k, static_cast<int>(t.scalar_type()));
-    for (auto s : t.sizes()) append_int(k, s);
-    k += '/';
-    for (auto s : t.strides()) append_int(k, s);
-    k += '@';
-    append_int(k, t.storage_offset());
-    append_int(k, static_cast<int64_t>(t.storage().nbytes()));
+    exec::append_int(k, static_cast<int>(t.device().type()));
+    exec::append_int(k, t.device().index());
     k += t.is_conj() ? 'c' : '-';
     k += t.is_neg() ? 'n' : '-';
-    if (t.is_privateuseone()) {
-      const auto& sb = device::storage_buffer(t.storage());
-      append_int(k, sb.buffer ? static_cast<int>(sb.dtype) : -1);
-    }
-    const void* impl = t.storage().unsafeGetStorageImpl();
-    size_t pos = 0;
-    while (pos < storages.size() && storages[pos] != impl) ++pos;
-    if (pos == storages.size()) storages.push_back(impl);
-    k += 's';
-    append_int(k, static_cast<int64_t>(pos));
+    exec::append_tensor_layout(k, t, storages);
     k += '|';
   }
   return py::bytes(k);

@@ -1,0 +1,35 @@
+#include "exec/tensor_key.h"
+
+#include <algorithm>
+
+#include "device/storage.h"
+
+namespace torch_tpu::exec {
+
+void append_int(std::string& k, int64_t v) {
+  k += std::to_string(v);
+  k += ',';
+}
+
+void append_tensor_layout(std::string& k, const at::Tensor& t, SeenStorages& storages) {
+  append_int(k, static_cast<int>(t.scalar_type()));
+  for (auto s : t.sizes()) append_int(k, s);
+  k += '/';
+  for (auto s : t.strides()) append_int(k, s);
+  k += '@';
+  append_int(k, t.storage_offset());
+  append_int(k, static_cast<int64_t>(t.storage().nbytes()));
+  int buffer_dtype = -1;
+  if (t.is_privateuseone()) {
+    const auto& sb = device::storage_buffer(t.storage());
+    if (sb.buffer) buffer_dtype = static_cast<int>(sb.dtype);
+  }
+  append_int(k, buffer_dtype);
+  const void* impl = t.storage().unsafeGetStorageImpl();
+  size_t pos = std::find(storages.begin(), storages.end(), impl) - storages.begin();
+  if (pos == storages.size()) storages.push_back(impl);
+  k += 's';
+  append_int(k, static_cast<int64_t>(pos));
+}
+
+}  // namespace torch_tpu::exec
