@@ -6,6 +6,7 @@
 
 #include <c10/util/Exception.h>
 
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -210,6 +211,7 @@ class XlaRuntime final : public Runtime {
         }
         disk.note_miss();
       }
+      dump_program(text, what);
       auto start = std::chrono::steady_clock::now();
       py::object exe = backend_.attr("compile_and_load")(py::bytes(text), dl, options);
       double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -232,6 +234,23 @@ class XlaRuntime final : public Runtime {
     std::fprintf(stderr, "torch_tpu: XLA compile #%lld (%.3f s) for %s%s [program %016zx, %zu bytes]%s\n",
                  static_cast<long long>(compiles_), seconds, what.c_str(), note_label().c_str(),
                  std::hash<std::string>{}(text), text.size(), note_reason().c_str());
+  }
+  // TORCH_TPU_DUMP_DIR=dir: every program sent to XLA is written there as
+  // NNNN-<what>.mlir, for reading or for timing it alone (XLA_FLAGS'
+  // --xla_dump_to shows what XLA made of it; this shows what we gave it).
+  void dump_program(const std::string& text, const std::string& what) const {
+    static const char* dir = std::getenv("TORCH_TPU_DUMP_DIR");
+    if (dir == nullptr || *dir == '\0') return;
+    std::string name = what.substr(0, 40);
+    for (char& c : name)
+      if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+    char prefix[16];
+    std::snprintf(prefix, sizeof prefix, "%04lld-", static_cast<long long>(compiles_));
+    std::string path = std::string(dir) + "/" + prefix + name + ".mlir";
+    if (FILE* f = std::fopen(path.c_str(), "w")) {
+      std::fwrite(text.data(), 1, text.size(), f);
+      std::fclose(f);
+    }
   }
   // A disk-cache hit is not an XLA compile, but still a new program in this
   // process: logged too, so a warm cache does not hide why it was needed.
