@@ -152,7 +152,15 @@ class ReplayCache:
         # Fused Eager it would otherwise join the graph's trace), so the
         # capture finds the fused program the plain calls compiled.
         _C._mark_step()
-        return self.run_ops(args)
+        # The inputs stay referenced until the graph's trace has run, as in
+        # a capture: a buffer only the trace holds is donated to its results
+        # (runtime/donation.h), so an input dropped early would make this
+        # call's program differ from the capture's and compile twice.
+        inputs = list(args)
+        try:
+            return self.run_ops(args)
+        finally:
+            del inputs
 
     def _capture(self, key: bytes, args: list) -> Any:
         inputs = list(args)  # run_ops clears args

@@ -27,8 +27,11 @@ using runtime::DeviceBuffer;
 struct InputInfo {
   at::Tensor tensor;      // undefined: not a tpu tensor
   int rep = -1;           // first input with the same storage
-  BufferRef before;       // its storage's buffer object when the capture began
-  BufferRef real;         // ... and the real buffer behind it
+  // Its storage's buffer object when the capture began, and the real buffer
+  // behind it. Weak: holding them would keep the graph's trace from
+  // donating the buffers it overwrites (donation.h); an expired one was
+  // replaced, and no other buffer can take its address while it lives.
+  std::weak_ptr<DeviceBuffer> before, real;
   size_t nbytes = 0;
   // Its metadata: a graph that changes it (set_, resize_, t_) is not replayed.
   const c10::StorageImpl* storage = nullptr;
@@ -105,6 +108,35 @@ void capture_abort() {
   runtime::capture_abort();
 }
 
+namespace {
+
+// The capture donated the parameters that were dead when its trace ran. A
+// replay may donate only the old buffers of the inputs it overwrites (any
+// other input stays readable after the call, e.g. activations kept for a
+// second backward); with fewer, it runs a variant compiled without the rest.
+void donate_written_inputs(GraphReplay& r, const runtime::CapturedTrace& ct) {
+  if (ct.aliases.empty()) return;
+  std::vector<bool> written(r.num_inputs, false);
+  for (const auto& w : r.writes) written[w.input] = true;
+  runtime::Aliases keep;
+  for (const auto& [arg, out] : ct.aliases) {
+    const auto& p = r.params[r.exe_args[arg]];
+    if (p.kind == GraphReplay::Param::kInput && written[p.input]) keep.emplace_back(arg, out);
+  }
+  if (keep.size() != ct.aliases.size()) r.exe = runtime::compile_with_aliases(ct.text, keep, r.device);
+  for (const auto& a : keep) r.donated.push_back(a.first);
+}
+
+// Whether `real` (the buffer behind `t`'s storage, held by the caller once)
+// is held by that storage alone, so donating it loses nothing.
+bool sole_owner(const at::Tensor& t, const BufferRef& real) {
+  const BufferRef& held = device::storage_buffer(t.storage()).buffer;
+  if (held.get() == real.get()) return real.use_count() == 2;
+  return held.use_count() == 1 && real.use_count() == 2;  // held is the lazy buffer wrapping real
+}
+
+}  // namespace
+
 std::shared_ptr<GraphReplay> capture_end(const std::vector<at::Tensor>& outputs, std::string* why) {
   runtime::RuntimeLock lock;
   TORCH_CHECK(g_capture != nullptr, "torch_tpu: capture_end without capture_begin");
@@ -137,9 +169,10 @@ std::shared_ptr<GraphReplay> capture_end(const std::vector<at::Tensor>& outputs,
   std::unordered_map<const DeviceBuffer*, int> by_buffer;
   std::unordered_map<const DeviceBuffer*, bool> ambiguous;
   for (const auto& in : st->inputs) {
-    if (!in.tensor.defined() || !in.real) continue;
-    auto [it, added] = by_buffer.emplace(in.real.get(), in.rep);
-    if (!added && it->second != in.rep) ambiguous[in.real.get()] = true;
+    BufferRef real = in.tensor.defined() ? in.real.lock() : nullptr;
+    if (!real) continue;  // gone before the trace ran: not one of its parameters
+    auto [it, added] = by_buffer.emplace(real.get(), in.rep);
+    if (!added && it->second != in.rep) ambiguous[real.get()] = true;
   }
   for (size_t p = 0; p < ct.params.size(); ++p) {
     const DeviceBuffer* b = ct.params[p].get();
@@ -180,7 +213,7 @@ std::shared_ptr<GraphReplay> capture_end(const std::vector<at::Tensor>& outputs,
     if (!in.tensor.defined() || in.rep != static_cast<int>(i)) continue;
     auto& sb = device::storage_buffer(in.tensor.storage());
     if (in.tensor.storage().nbytes() != in.nbytes) return refuse("the graph resized an input's storage");
-    if (sb.buffer.get() == in.before.get()) continue;
+    if (BufferRef before = in.before.lock(); before && sb.buffer.get() == before.get()) continue;
     auto it = result_of.find(sb.buffer.get());
     if (it == result_of.end()) return refuse("an input's storage was given a buffer the graph did not compute");
     used[it->second] = true;
@@ -224,6 +257,7 @@ std::shared_ptr<GraphReplay> capture_end(const std::vector<at::Tensor>& outputs,
   // would not update.
   for (size_t k = 0; k < used.size(); ++k)
     if (!used[k]) return refuse("a value the graph computed is held outside its inputs and outputs");
+  donate_written_inputs(*r, ct);
   return r;
 }
 
@@ -236,6 +270,7 @@ std::vector<at::Tensor> GraphReplay::run(const std::vector<at::Tensor>& inputs) 
   if (new_bytes > 0) device::check_can_allocate(device, new_bytes);
   std::vector<BufferRef> pbufs;
   pbufs.reserve(params.size());
+  std::vector<bool> exclusive(params.size(), false);
   for (const auto& p : params) {
     switch (p.kind) {
       case Param::kInput: {
@@ -244,6 +279,7 @@ std::vector<at::Tensor> GraphReplay::run(const std::vector<at::Tensor>& inputs) 
                     " is not a tpu tensor");
         BufferRef b = runtime::resolve_buffer(device::storage_buffer(t.storage()).buffer);
         TORCH_CHECK(b, "torch_tpu: replayed graph: argument ", p.input, " has no device buffer");
+        exclusive[pbufs.size()] = sole_owner(t, b);
         pbufs.push_back(std::move(b));
         break;
       }
@@ -270,6 +306,16 @@ std::vector<at::Tensor> GraphReplay::run(const std::vector<at::Tensor>& inputs) 
     std::vector<BufferRef> args;
     args.reserve(exe_args.size());
     for (int a : exe_args) args.push_back(pbufs[a]);
+    // A donated buffer something else still holds (another pending trace,
+    // a second storage) is copied: the executable consumes what it is given.
+    int64_t copies = 0;
+    for (int a : donated)
+      if (!exclusive[exe_args[a]]) {
+        args[a] = runtime::copy_buffer(args[a]);
+        ++copies;
+      }
+    runtime::note_donations(static_cast<int64_t>(donated.size()), copies);
+    pbufs.clear();  // the executable takes the donated buffers over
     auto outs = runtime::execute_now(*exe, args);
     results.reserve(exe_outputs.size());
     for (int o : exe_outputs) results.push_back(outs[o]);

@@ -56,6 +56,9 @@ class GraphReplay {
   runtime::ExecutableRef exe;     // null: nothing to run
   std::vector<Param> params;
   std::vector<int> exe_args, exe_outputs;
+  // exe arguments whose buffer the executable takes over (donation.h): each
+  // is a written input's old buffer, copied first if anything else holds it.
+  std::vector<int> donated;
   std::vector<Storage> storages;
   std::vector<Output> outputs;
   std::vector<Write> writes;

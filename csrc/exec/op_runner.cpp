@@ -117,7 +117,9 @@ void append_value(std::string& k, const c10::IValue& v, const c10::Argument& a, 
     for (const auto& e : list) append_value(k, e, a, static_scalars, storages, runtime_floats);
   } else if (v.isScalar() && !static_scalars && is_runtime_operand(a, runtime_floats)) {
     // A Scalar (or Scalar?) argument is a runtime operand: only its kind
-    // shapes the program.
+    // shapes the program, and whether it is the schema's default (then a
+    // constant: lowering::is_default_scalar).
+    if (lowering::is_default_scalar(a, v)) k += 'D';
     k += v.isDouble() ? 'd' : v.isInt() ? 'i' : v.isBool() ? 'b' : 'z';
   } else if (v.isDouble()) {
     double d = v.toDouble();

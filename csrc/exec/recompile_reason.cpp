@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "device/storage.h"
+#include "lowering/context.h"
 
 namespace torch_tpu::exec {
 namespace {
@@ -92,6 +93,7 @@ struct Describer {
     } else if (v.isScalar() && !o.static_scalars &&
                (is_scalar_type(a) || (o.runtime_floats && a.type()->kind() == c10::TypeKind::FloatType))) {
       fact(label, "Scalar kind", v.isDouble() ? "float" : v.isInt() ? "int" : v.isBool() ? "bool" : "complex");
+      fact(label, "Scalar", lowering::is_default_scalar(a, v) ? "the default (a constant)" : "not the default (an operand)");
     } else if (v.isDouble()) {
       std::ostringstream os;
       os.precision(17);

@@ -174,12 +174,19 @@ Value LowerCtx::tensor(std::string_view name) {
   return read_tensor(i, -1);
 }
 
+bool is_default_scalar(const c10::Argument& a, const c10::IValue& v) {
+  const auto& d = a.default_value();
+  if (!d || !(d->isInt() || d->isDouble()) || !(v.isInt() || v.isDouble())) return false;
+  return v.toScalar().to<double>() == d->toScalar().to<double>();
+}
+
 Value LowerCtx::operand(std::string_view name, at::ScalarType dtype) {
   int i = index_of(name);
   TORCH_CHECK(i >= 0, "torch_tpu: lowering of ", op_name(), " has no argument '", name, "'");
   const auto& v = args_[i];
   if (v.isTensor()) return hlo::convert(read_tensor(i, -1), element_type(dtype));
   TORCH_CHECK(v.isScalar(), "torch_tpu: lowering of ", op_name(), ": argument '", name, "' is neither tensor nor Scalar");
+  if (is_default_scalar(schema_.arguments()[i], v)) return hlo::constant(builder_, element_type(dtype), v.toScalar().to<double>());
   std::string key(name);
   for (auto& [k, val] : scalars_)
     if (k.first == key && k.second == dtype) return val;

@@ -42,6 +42,13 @@ struct OutputMeta {
   bool defined = true;
 };
 
+// A Scalar argument left at its schema's default (add's alpha=1, addmm's
+// beta=1, addcmul's value=1): the program holds it as a constant, so XLA
+// can fold the multiply by one away (and with it, e.g., rewrite
+// `a + scatter(zeros, ...)` into a scatter into `a`). Any other value is a
+// runtime operand; the program key says which (op_runner.cpp).
+bool is_default_scalar(const c10::Argument& a, const c10::IValue& v);
+
 class LowerCtx {
  public:
   LowerCtx(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args,

@@ -106,6 +106,8 @@ PYBIND11_MODULE(_C, m) {
     d["cache_hits"] = s.cache_hits;
     d["skipped"] = s.skipped;
     d["pending_ops"] = s.pending_ops;
+    d["donated"] = s.donated;
+    d["donation_copies"] = s.donation_copies;
     return d;
   });
   // Recompile visibility (runtime/recompile_log.h): counters, the last

@@ -32,8 +32,9 @@
 #include <unordered_set>
 #include <vector>
 
-#include "runtime/modes.h"
+#include "runtime/donation.h"
 #include "runtime/lru_cache.h"
+#include "runtime/modes.h"
 #include "runtime/recompile_log.h"
 
 namespace torch_tpu::runtime {
@@ -41,6 +42,8 @@ namespace py = pybind11;
 namespace {
 
 std::atomic<int> g_mode{-1};  // -1: not read from the environment yet
+// Buffers smaller than this are not donated: a fresh 64 KiB costs 16 page faults.
+constexpr int64_t kMinDonatedBytes = 64 << 10;
 FusionStats g_stats;
 
 bool env_flag(const char* name) {
@@ -49,26 +52,6 @@ bool env_flag(const char* name) {
 }
 
 // ---- per-op programs ----------------------------------------------------------
-
-// Splits "tensor<2xf32>, tensor<complex<f32>>" at top-level commas.
-std::vector<std::string> split_types(const std::string& list) {
-  std::vector<std::string> out;
-  int depth = 0;
-  std::string cur;
-  for (char c : list) {
-    if (c == '<') ++depth;
-    if (c == '>') --depth;
-    if (c == ',' && depth == 0) {
-      out.push_back(cur);
-      cur.clear();
-      continue;
-    }
-    if (c == ' ' && cur.empty()) continue;
-    cur += c;
-  }
-  if (!cur.empty()) out.push_back(cur);
-  return out;
-}
 
 hlo::TensorType parse_type(const std::string& s) {
   // "tensor<2x3xf32>", "tensor<f32>", "tensor<4xcomplex<f32>>"
@@ -392,6 +375,16 @@ class ModeRuntime final : public Runtime {
   void capture_abort() { capture_.reset(); }
   bool capture_active() const { return capture_ != nullptr; }
 
+  ExecutableRef compile_with_aliases(const std::string& text, const Aliases& aliases, int device) {
+    std::string key = "variant:" + std::to_string(device) + ':' + std::to_string(std::hash<std::string>{}(text));
+    append_aliases(key, aliases);
+    if (ExecutableRef* hit = fused_.find(key)) return *hit;
+    CompileNote note("(replay)", "the replay donates fewer buffers than its capture");
+    ExecutableRef exe = inner_.compile(with_aliases(text, aliases), device, "replayed graph");
+    fused_.put(key, exe);
+    return exe;
+  }
+
   std::vector<BufferRef> execute_now(const Executable& exe, const std::vector<BufferRef>& args) {
     RuntimeLock lock;
     auto outs = inner_.execute(exe, args);
@@ -405,6 +398,14 @@ class ModeRuntime final : public Runtime {
 
  private:
   void run_trace(Trace& t) {
+    // Parameters only the trace holds: dead once it has run (their storage
+    // was given a new buffer, or died), so their memory can take results.
+    // Small ones are not worth a program variant.
+    std::vector<bool> dead(t.params.size());
+    for (size_t p = 0; p < t.params.size(); ++p) {
+      const auto& type = t.params[p]->type();
+      dead[p] = t.params[p].use_count() == 1 && type.numel() * hlo::element_bits(type.element) / 8 >= kMinDonatedBytes;
+    }
     // Results: outputs still referenced outside the trace.
     std::vector<std::shared_ptr<LazyBuffer>> live;
     std::string key = std::to_string(t.device) + ':';
@@ -469,6 +470,11 @@ class ModeRuntime final : public Runtime {
           for (const auto& in : t.ops[0].inputs) keep->exe_args.push_back(in.param);
         }
       } else {
+        // Dead parameters are donated to results of their type (donation.h).
+        auto [param_types, result_types] = signature(t, live);
+        Aliases aliases = pick_aliases(dead, param_types, result_types);
+        append_aliases(key, aliases);
+        g_stats.donated += static_cast<int64_t>(aliases.size());
         ExecutableRef exe;
         if (ExecutableRef* hit = fused_.find(key)) {
           ++g_stats.cache_hits;
@@ -479,14 +485,14 @@ class ModeRuntime final : public Runtime {
           if (fused_keys_.count(key_hash)) {
             // Evicted from the LRU and needed again: not a recompile.
             CompileNote note("(reloaded: evicted from the fused program cache)", "");
-            exe = inner_.compile(module_text(t, live), t.device, describe(t));
+            exe = inner_.compile(with_aliases(module_text(t, live), aliases), t.device, describe(t));
           } else {
             std::string what = describe(t);
             auto [count, reason] = explain(t);
             int64_t before = inner_.compile_count();
             {
               CompileNote note("(#" + std::to_string(count) + " for this op sequence)", reason);
-              exe = inner_.compile(module_text(t, live), t.device, what);
+              exe = inner_.compile(with_aliases(module_text(t, live), aliases), t.device, what);
             }
             if (fused_keys_.size() > 65536) fused_keys_.clear();  // a bound: only decides the wording
             fused_keys_.insert(key_hash);
@@ -497,6 +503,9 @@ class ModeRuntime final : public Runtime {
         outs = inner_.execute(*exe, t.params);
         if (keep) {
           keep->exe = exe;
+          keep->aliases = aliases;
+          // A replay may donate fewer parameters: it recompiles from this.
+          if (!aliases.empty()) keep->text = module_text(t, live);
           for (size_t i = 0; i < t.params.size(); ++i) keep->exe_args.push_back(static_cast<int>(i));
           for (size_t i = 0; i < live.size(); ++i) keep->exe_outputs.push_back(static_cast<int>(i));
         }
@@ -570,17 +579,26 @@ class ModeRuntime final : public Runtime {
     return s;
   }
 
-  static std::string module_text(const Trace& t, const std::vector<std::shared_ptr<LazyBuffer>>& live) {
-    std::string s = "module @torch_tpu_fused attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {\n";
-    std::set<int64_t> emitted;
-    for (const auto& op : t.ops)
-      if (emitted.insert(op.prog->id()).second) s += op.prog->func();
+  // The fused program's parameter and result types.
+  static std::pair<std::vector<std::string>, std::vector<std::string>> signature(
+      const Trace& t, const std::vector<std::shared_ptr<LazyBuffer>>& live) {
     // Parameter types come from the first op input that reads each one.
     std::vector<std::string> param_types(t.params.size());
     for (const auto& op : t.ops)
       for (size_t i = 0; i < op.inputs.size(); ++i)
         if (op.inputs[i].param >= 0 && param_types[op.inputs[i].param].empty())
           param_types[op.inputs[i].param] = op.prog->in_sig()[i];
+    std::vector<std::string> result_types;
+    for (const auto& b : live) result_types.push_back(t.ops[b->op].prog->out_sig()[b->out]);
+    return {std::move(param_types), std::move(result_types)};
+  }
+
+  static std::string module_text(const Trace& t, const std::vector<std::shared_ptr<LazyBuffer>>& live) {
+    std::string s = "module @torch_tpu_fused attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {\n";
+    std::set<int64_t> emitted;
+    for (const auto& op : t.ops)
+      if (emitted.insert(op.prog->id()).second) s += op.prog->func();
+    auto [param_types, result_types] = signature(t, live);
     auto join = [](const std::vector<std::string>& v) {
       std::string r;
       for (size_t i = 0; i < v.size(); ++i) r += (i ? ", " : "") + v[i];
@@ -590,11 +608,8 @@ class ModeRuntime final : public Runtime {
       std::string n = "%c" + std::to_string(op);
       return t.ops[op].outs.size() == 1 ? n : n + "#" + std::to_string(out);
     };
-    std::vector<std::string> result_types, result_values;
-    for (const auto& b : live) {
-      result_types.push_back(t.ops[b->op].prog->out_sig()[b->out]);
-      result_values.push_back(value(b->op, b->out));
-    }
+    std::vector<std::string> result_values;
+    for (const auto& b : live) result_values.push_back(value(b->op, b->out));
     s += "  func.func public @main(";
     for (size_t i = 0; i < t.params.size(); ++i) s += (i ? ", %arg" : "%arg") + std::to_string(i) + ": " + param_types[i];
     s += ") -> (" + join(result_types) + ") {\n";
@@ -674,6 +689,11 @@ void mark_step() {
 
 FusionStats fusion_stats() { return g_stats; }
 
+void note_donations(int64_t donated, int64_t copies) {
+  g_stats.donated += donated;
+  g_stats.donation_copies += copies;
+}
+
 bool buffer_ready(const BufferRef& buf) {
   if (!buf) return true;
   if (auto* lazy = dynamic_cast<LazyBuffer*>(buf.get())) {
@@ -716,6 +736,11 @@ BufferRef resolve_buffer(const BufferRef& buf) {
 
 std::vector<BufferRef> execute_now(const Executable& exe, const std::vector<BufferRef>& args) {
   return g_modes->execute_now(exe, args);
+}
+
+ExecutableRef compile_with_aliases(const std::string& text, const Aliases& aliases, int device) {
+  RuntimeLock lock;
+  return g_modes->compile_with_aliases(text, aliases, device);
 }
 
 std::unique_ptr<Runtime> make_mode_runtime(Runtime& inner) {

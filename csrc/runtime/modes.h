@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/donation.h"
 #include "runtime/runtime.h"
 
 namespace torch_tpu::runtime {
@@ -33,8 +34,12 @@ struct FusionStats {
   int64_t cache_hits = 0;      // traces that reused a compiled fused program
   int64_t skipped = 0;         // traces with no live result (nothing to run)
   int64_t pending_ops = 0;     // ops deferred now, all devices
+  int64_t donated = 0;         // parameter buffers fused programs and replays wrote results into (donation.h)
+  int64_t donation_copies = 0; // buffers a replay copied because something else still held them
 };
 FusionStats fusion_stats();
+// Counts donations of a replay (exec/graph_replay.cpp).
+void note_donations(int64_t donated, int64_t copies);
 
 // Whether the buffer's value has been computed (false while it is queued or
 // deferred). Never waits.
@@ -55,6 +60,8 @@ struct CapturedTrace {
   std::vector<int> exe_args;        // the executable's arguments as indices into params
   std::vector<BufferRef> results;   // the trace's live lazy buffers, in result order
   std::vector<int> exe_outputs;     // the executable's output index of each result
+  Aliases aliases;                  // (exe argument, exe output) pairs the exe donates (donation.h)
+  std::string text;                 // the program without aliases, when it has some
 };
 // Runs every pending trace (outer eager work must not join the graph), then
 // watches `device` from this thread. Lock held by the callers (GIL).
@@ -69,6 +76,12 @@ BufferRef resolve_buffer(const BufferRef& buf);
 // Runs an executable returned by capture_end now, in any mode, and tracks
 // its outputs for synchronize.
 std::vector<BufferRef> execute_now(const Executable& exe, const std::vector<BufferRef>& args);
+
+// The captured program `text` donating only `aliases` (compiled once per set).
+ExecutableRef compile_with_aliases(const std::string& text, const Aliases& aliases, int device);
+// A new device buffer with the same contents (for a donation whose buffer
+// turns out to be shared).
+BufferRef copy_buffer(const BufferRef& buf);
 
 // Wraps the XLA runtime in the mode decorator; get() returns the result.
 std::unique_ptr<Runtime> make_mode_runtime(Runtime& inner);

@@ -455,6 +455,14 @@ void xla_buffer_delete(const DeviceBuffer& buf) {
   static_cast<const JaxBuffer&>(buf).array().attr("delete")();
 }
 
+BufferRef copy_buffer(const BufferRef& buf) {
+  py::gil_scoped_acquire gil;
+  auto& jb = static_cast<const JaxBuffer&>(*buf);
+  // Leaked: must not be released after the interpreter is gone.
+  static auto* copy = new py::object(py::module_::import("jax.numpy").attr("copy"));
+  return std::make_shared<JaxBuffer>((*copy)(jb.array()), jb.type(), jb.device());
+}
+
 void xla_buffer_wait(const DeviceBuffer& buf, const char* what) {
   py::gil_scoped_acquire gil;
   try {

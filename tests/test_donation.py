@@ -1,0 +1,143 @@
+"""Buffer donation (csrc/runtime/donation.*): a fused program writes its
+results into the buffers of parameters nobody else holds (an input storage
+that an in-place op gave a new buffer, a temporary that died), and a replay
+donates the old buffers of the inputs it overwrites. Every value is checked
+against CPU: donation must never lose data that is still readable."""
+
+import pytest
+import torch
+
+import torch_tpu
+from torch_tpu import _C
+from utils import assert_close
+
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")
+
+BIG = 64 * 1024  # floats: 256 KiB, above the donation threshold
+
+
+def donated():
+    return _C._fusion_stats()["donated"]
+
+
+def copies():
+    return _C._fusion_stats()["donation_copies"]
+
+
+@pytest.fixture(autouse=True)
+def replay_on(monkeypatch):
+    monkeypatch.delenv("TORCH_TPU_GRAPH_REPLAY", raising=False)
+
+
+def test_in_place_update_in_fused_trace_is_donated():
+    x = torch.randn(BIG)
+    t = x.to("tpu")
+    before = donated()
+    with torch_tpu.eager_mode("fused"):
+        t.mul_(2)
+        t.add_(1)
+        torch_tpu.mark_step()
+    assert donated() - before >= 1
+    assert_close(t, x * 2 + 1)
+
+
+def test_buffer_shared_with_a_view_is_kept():
+    # `v` is a view of `t`: one storage, so the update is visible through both
+    # (PyTorch semantics) and nothing is lost.
+    x = torch.randn(BIG)
+    t = x.to("tpu")
+    v = t[:10]
+    with torch_tpu.eager_mode("fused"):
+        t.mul_(3)
+        torch_tpu.mark_step()
+    assert_close(t, x * 3)
+    assert_close(v, x[:10] * 3)
+
+
+def test_old_value_read_by_a_clone_survives():
+    x = torch.randn(BIG)
+    t = x.to("tpu")
+    with torch_tpu.eager_mode("fused"):
+        old = t.clone()
+        t.add_(5)
+        torch_tpu.mark_step()
+    assert_close(old, x)
+    assert_close(t, x + 5)
+
+
+def test_small_buffers_are_not_donated():
+    t = torch.ones(16, device="tpu")
+    before = donated()
+    with torch_tpu.eager_mode("fused"):
+        t.mul_(2)
+        t.add_(1)
+        torch_tpu.mark_step()
+    assert donated() == before
+    assert_close(t, torch.full((16,), 3.0))
+
+
+def test_compiled_optimizer_step_replays_with_donation():
+    torch.manual_seed(0)
+    model = torch.nn.Linear(256, 512)  # 512 KiB weight
+    ref = torch.nn.Linear(256, 512)
+    ref.load_state_dict(model.state_dict())
+    model = model.to("tpu")
+    opt = torch.optim.AdamW(model.parameters(), lr=0.01, capturable=True)
+    ref_opt = torch.optim.AdamW(ref.parameters(), lr=0.01)
+    step = torch.compile(opt.step, backend="tpu")
+    before, replays = donated(), torch_tpu.compile_stats()["replays"]
+    for i in range(5):
+        x = torch.randn(8, 256)
+        for m, o, s, dev in ((model, opt, step, "tpu"), (ref, ref_opt, ref_opt.step, "cpu")):
+            o.zero_grad()
+            m(x.to(dev)).pow(2).mean().backward()
+            s()
+    assert torch_tpu.compile_stats()["replays"] - replays >= 2
+    assert donated() - before >= 3  # weight, exp_avg, exp_avg_sq of the replays at least
+    assert_close(model.weight, ref.weight, atol=1e-4, rtol=1e-3)
+    assert_close(opt.state[model.weight]["exp_avg_sq"], ref_opt.state[ref.weight]["exp_avg_sq"], atol=1e-6, rtol=1e-5)
+
+
+def test_replay_copies_a_buffer_a_pending_trace_still_reads():
+    def bump(x):
+        x.mul_(2)
+
+    f = torch.compile(bump, backend="tpu")
+    x = torch.randn(BIG)
+    t = x.to("tpu")
+    for _ in range(3):  # plain, capture, then replays
+        f(t)
+        x.mul_(2)
+    before = copies()
+    with torch_tpu.eager_mode("fused"):
+        pending = t + 0  # deferred: its trace holds t's current buffer
+        f(t)             # a replay that overwrites t
+        x_old = x.clone()
+        x.mul_(2)
+        torch_tpu.mark_step()
+    assert copies() - before == 1
+    assert_close(pending, x_old)
+    assert_close(t, x)
+
+
+def test_saved_activations_survive_a_second_backward():
+    # retain_graph: the backward graph's inputs are read again, so a replay
+    # must never donate them (only inputs it overwrites).
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(128, 512)
+    model = torch.compile(lin.to("tpu"), backend="tpu")
+    x = torch.randn(64, 128)
+    grads = []
+    for _ in range(4):
+        lin.zero_grad()
+        y = model(x.to("tpu")).tanh().sum()
+        y.backward(retain_graph=True)
+        first = lin.weight.grad.cpu().clone()
+        lin.zero_grad()
+        y.backward()
+        assert_close(lin.weight.grad, first)
+        grads.append(first)
+    ref = torch.nn.Linear(128, 512)
+    ref.load_state_dict({k: v.cpu() for k, v in lin.state_dict().items()})
+    ref(x).tanh().sum().backward()
+    assert_close(grads[-1], ref.weight.grad, atol=1e-4, rtol=1e-4)
