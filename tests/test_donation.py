@@ -141,3 +141,31 @@ def test_saved_activations_survive_a_second_backward():
     ref.load_state_dict({k: v.cpu() for k, v in lin.state_dict().items()})
     ref(x).tanh().sum().backward()
     assert_close(grads[-1], ref.weight.grad, atol=1e-4, rtol=1e-4)
+
+
+def test_freed_results_are_recycled_into_the_next_trace():
+    x = torch.randn(BIG)
+    t = x.to("tpu")
+    tpu = torch.tpu
+    tpu.empty_cache()
+    with torch_tpu.eager_mode("fused"):
+        for i in range(3):
+            y = (t * 2 + i).exp()  # a fresh result: written into a recycled buffer from the 2nd step on
+            torch_tpu.mark_step()
+            assert_close(y, (x * 2 + i).exp())
+            before = tpu.memory_reserved() - tpu.memory_allocated()
+            del y  # its buffer is kept for reuse
+            assert tpu.memory_reserved() - tpu.memory_allocated() >= before + BIG * 4
+    tpu.empty_cache()
+    assert tpu.memory_reserved() == tpu.memory_allocated()
+
+
+def test_recycled_buffer_contents_are_never_read():
+    # A recycled buffer holds an old result; the program must overwrite all of it.
+    with torch_tpu.eager_mode("fused"):
+        a = torch.full((BIG,), 7.0, device="tpu") * 1
+        torch_tpu.mark_step()
+        del a
+        b = torch.zeros(BIG, device="tpu") + torch.arange(BIG, device="tpu", dtype=torch.float32) * 0
+        torch_tpu.mark_step()
+    assert_close(b, torch.zeros(BIG))

@@ -32,6 +32,8 @@ def test_counters_exact(no_gc):
     x = torch.empty(1000, device="tpu")
     y = torch.zeros(10, 10, dtype=torch.float64, device="tpu")
     assert tpu.memory_allocated() == base + 4000 + 800
+    assert tpu.memory_reserved() >= tpu.memory_allocated()
+    tpu.empty_cache()  # releases the freed buffers kept for reuse
     assert tpu.memory_reserved() == tpu.memory_allocated()
     assert tpu.max_memory_allocated() >= base + 4800
     s = tpu.memory_stats()

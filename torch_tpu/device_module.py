@@ -215,10 +215,12 @@ def mem_get_info(device: Any = None) -> tuple[int, int]:
 
 
 def memory_stats(device: Any = None) -> dict[str, int]:
-    """CUDA-style counters. Buffers are freed when their tensor is, so nothing
-    is held in reserve: reserved equals allocated."""
-    raw = _C._memory_stats(_index(device))
+    """CUDA-style counters. Reserved is allocated plus the freed buffers kept
+    for reuse (empty_cache() releases them)."""
+    idx = _index(device)
+    raw = _C._memory_stats(idx)
     cur, peak = raw["allocated_bytes.all.current"], raw["allocated_bytes.all.peak"]
+    kept = _C._recycled_bytes(idx)
     stats = {
         "allocated_bytes.all.current": cur,
         "allocated_bytes.all.peak": peak,
@@ -227,7 +229,7 @@ def memory_stats(device: Any = None) -> dict[str, int]:
         "allocation.all.current": raw["allocation.all.current"],
         "allocation.all.allocated": raw["allocation.all.allocated"],
         "allocation.all.freed": raw["allocation.all.freed"],
-        "reserved_bytes.all.current": cur,
+        "reserved_bytes.all.current": cur + kept,
         "reserved_bytes.all.peak": peak,
         "active_bytes.all.current": cur,
         "active_bytes.all.peak": peak,
@@ -246,7 +248,9 @@ def max_memory_allocated(device: Any = None) -> int:
 
 
 def memory_reserved(device: Any = None) -> int:
-    return memory_allocated(device)
+    """Allocated memory plus freed buffers kept for fused programs to write
+    their large results into (empty_cache() releases those)."""
+    return memory_allocated(device) + _C._recycled_bytes(_index(device))
 
 
 def max_memory_reserved(device: Any = None) -> int:
@@ -262,8 +266,10 @@ def reset_accumulated_memory_stats(device: Any = None) -> None:
 
 
 def empty_cache() -> None:
-    """Nothing is cached: freed tensors release their device buffers at once,
-    so memory_reserved() is memory_allocated() and there is nothing to empty."""
+    """Releases the freed buffers kept for reuse: large buffers (64 KiB and
+    up, TORCH_TPU_RECYCLE_BYTES in all, default 2 GiB) that fused programs
+    write results of the same type into instead of fresh memory."""
+    _C._empty_cache()
 
 
 # ---- compilation caches ----------------------------------------------------

@@ -14,6 +14,7 @@
 
 #include "device/guard.h"
 #include "device/storage.h"
+#include "runtime/modes.h"
 #include "runtime/runtime.h"
 
 namespace torch_tpu::device {
@@ -122,8 +123,10 @@ void raise_peak(std::atomic<int64_t>& peak, int64_t now) {
 }
 
 // A c10::DeviceAllocator, so that torch.accelerator's memory functions
-// (memory_allocated, memory_stats, ...) work on tpu. Nothing is cached:
-// reserved is allocated.
+// (memory_allocated, memory_stats, ...) work on tpu. Storages are not
+// cached; reserved is allocated plus the freed device buffers the runtime
+// keeps for fused programs to write results into (runtime/donation.h),
+// which emptyCache releases.
 class TpuAllocator final : public c10::DeviceAllocator {
  public:
   at::DataPtr allocate(size_t nbytes) override {
@@ -161,7 +164,9 @@ class TpuAllocator final : public c10::DeviceAllocator {
   }
 
   bool initialized() override { return true; }
-  void emptyCache(c10::MempoolId_t) override {}
+  void emptyCache(c10::MempoolId_t) override {
+    if (runtime::started()) runtime::release_recycled();
+  }
   void recordStream(const c10::DataPtr&, c10::Stream) override {}  // one in-order stream per device
 
   c10::CachingDeviceAllocator::DeviceStats getDeviceStats(c10::DeviceIndex device) override {
@@ -180,6 +185,7 @@ class TpuAllocator final : public c10::DeviceAllocator {
     count.allocated = c.allocs.load();
     count.freed = c.frees.load();
     for (auto* stat : {&s.allocated_bytes, &s.reserved_bytes, &s.active_bytes, &s.requested_bytes}) (*stat)[kAll] = bytes;
+    s.reserved_bytes[kAll].current += runtime::recycled_bytes(device);
     for (auto* stat : {&s.allocation, &s.segment, &s.active}) (*stat)[kAll] = count;
     s.num_ooms = c.ooms.load();
     return s;

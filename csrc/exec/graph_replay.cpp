@@ -121,7 +121,8 @@ void donate_written_inputs(GraphReplay& r, const runtime::CapturedTrace& ct) {
   runtime::Aliases keep;
   for (const auto& [arg, out] : ct.aliases) {
     const auto& p = r.params[r.exe_args[arg]];
-    if (p.kind == GraphReplay::Param::kInput && written[p.input]) keep.emplace_back(arg, out);
+    if ((p.kind == GraphReplay::Param::kInput && written[p.input]) || p.kind == GraphReplay::Param::kDonor)
+      keep.emplace_back(arg, out);
   }
   if (keep.size() != ct.aliases.size()) r.exe = runtime::compile_with_aliases(ct.text, keep, r.device);
   for (const auto& a : keep) r.donated.push_back(a.first);
@@ -174,10 +175,15 @@ std::shared_ptr<GraphReplay> capture_end(const std::vector<at::Tensor>& outputs,
     auto [it, added] = by_buffer.emplace(real.get(), in.rep);
     if (!added && it->second != in.rep) ambiguous[real.get()] = true;
   }
+  std::vector<bool> donor(ct.params.size(), false);
+  for (int d : ct.donors) donor[d] = true;
   for (size_t p = 0; p < ct.params.size(); ++p) {
     const DeviceBuffer* b = ct.params[p].get();
     GraphReplay::Param param{GraphReplay::Param::kInput};
-    if (auto it = by_buffer.find(b); it != by_buffer.end()) {
+    if (donor[p]) {
+      param.kind = GraphReplay::Param::kDonor;
+      param.type = ct.params[p]->type();
+    } else if (auto it = by_buffer.find(b); it != by_buffer.end()) {
       if (ambiguous.count(b)) return refuse("two input storages share one device buffer");
       param.input = it->second;
     } else if (auto rk = st->rng.find(b); rk != st->rng.end()) {
@@ -285,6 +291,10 @@ std::vector<at::Tensor> GraphReplay::run(const std::vector<at::Tensor>& inputs) 
       }
       case Param::kConstant:
         pbufs.push_back(p.constant);
+        break;
+      case Param::kDonor:
+        exclusive[pbufs.size()] = true;
+        pbufs.push_back(runtime::recycled_or_new(p.type, device));
         break;
       case Param::kRngKey: {
         // A fresh key per call, drawn in the order the ops drew theirs, so a

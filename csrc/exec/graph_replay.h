@@ -28,8 +28,9 @@ class GraphReplay {
   std::vector<at::Tensor> run(const std::vector<at::Tensor>& inputs) const;
 
   struct Param {
-    enum Kind { kInput, kConstant, kRngKey } kind;
+    enum Kind { kInput, kConstant, kRngKey, kDonor } kind;
     int input = -1;               // kInput: whose storage buffer
+    hlo::TensorType type;         // kDonor: a recycled buffer the program writes a result into
     runtime::BufferRef constant;  // kConstant
     mutable at::Generator gen;    // kRngKey: a fresh key is drawn on every call (mutex() is non-const)
   };

@@ -97,6 +97,11 @@ PYBIND11_MODULE(_C, m) {
     runtime::set_eager_mode(static_cast<runtime::EagerMode>(mode));
   });
   m.def("_mark_step", [] { runtime::mark_step(); });
+  // Freed buffers kept for reuse by fused programs (runtime/donation.h).
+  m.def("_empty_cache", [] {
+    if (runtime::started()) runtime::release_recycled();
+  });
+  m.def("_recycled_bytes", [](int device) { return runtime::recycled_bytes(device); });
   m.def("_fusion_stats", [] {
     auto s = runtime::fusion_stats();
     py::dict d;

@@ -435,6 +435,8 @@ class ModeRuntime final : public Runtime {
         b->trace.reset();
       }
     };
+    Aliases aliases = place_results(t, live, dead);
+    append_aliases(key, aliases);
     // A capture keeps the first trace of its device; a second one (a flush
     // in the middle of the graph) or another device's makes it unreplayable.
     CapturedTrace* keep = nullptr;
@@ -470,11 +472,6 @@ class ModeRuntime final : public Runtime {
           for (const auto& in : t.ops[0].inputs) keep->exe_args.push_back(in.param);
         }
       } else {
-        // Dead parameters are donated to results of their type (donation.h).
-        auto [param_types, result_types] = signature(t, live);
-        Aliases aliases = pick_aliases(dead, param_types, result_types);
-        append_aliases(key, aliases);
-        g_stats.donated += static_cast<int64_t>(aliases.size());
         ExecutableRef exe;
         if (ExecutableRef* hit = fused_.find(key)) {
           ++g_stats.cache_hits;
@@ -504,6 +501,8 @@ class ModeRuntime final : public Runtime {
         if (keep) {
           keep->exe = exe;
           keep->aliases = aliases;
+          for (const auto& a : aliases)
+            if (a.first >= static_cast<int>(dead.size())) keep->donors.push_back(a.first);
           // A replay may donate fewer parameters: it recompiles from this.
           if (!aliases.empty()) keep->text = module_text(t, live);
           for (size_t i = 0; i < t.params.size(); ++i) keep->exe_args.push_back(static_cast<int>(i));
@@ -579,6 +578,40 @@ class ModeRuntime final : public Runtime {
     return s;
   }
 
+  // Where a fused program writes its large results (donation.h): into a
+  // dead parameter of the same type, else into a recycled buffer appended
+  // as an extra parameter (a fresh one while none is free, so that the
+  // program does not depend on what happens to be free). Returns the
+  // (parameter, result) pairs; one-op traces run the op's own program.
+  Aliases place_results(Trace& t, const std::vector<std::shared_ptr<LazyBuffer>>& live, const std::vector<bool>& dead) {
+    if (t.ops.size() < 2 || live.empty()) return {};
+    auto [param_types, result_types] = signature(t, live);
+    Aliases aliases = pick_aliases(dead, param_types, result_types);
+    std::vector<bool> placed(live.size(), false);
+    for (const auto& a : aliases) placed[a.second] = true;
+    for (size_t r = 0; r < live.size(); ++r) {
+      const hlo::TensorType& type = live[r]->type();
+      if (placed[r] || !recycles(type)) continue;
+      BufferRef b = recycled_or_new(type, t.device);
+      aliases.emplace_back(static_cast<int>(t.params.size()), static_cast<int>(r));
+      t.params.push_back(std::move(b));
+    }
+    g_stats.donated += static_cast<int64_t>(aliases.size());
+    return aliases;
+  }
+
+  // A buffer of `type` whose contents are never read: a recycled one, else
+  // a new one (zeros).
+ public:
+  BufferRef recycled_or_new(const hlo::TensorType& type, int device) {
+    if (BufferRef b = take_recycled(type, device)) return b;
+    size_t bytes = static_cast<size_t>(type.numel() * hlo::element_bits(type.element) / 8);
+    std::unique_ptr<void, void (*)(void*)> zeros(std::calloc(std::max<size_t>(bytes, 1), 1), std::free);
+    TORCH_CHECK(zeros, "torch_tpu: out of host memory allocating ", bytes, " bytes");
+    return inner_.to_device(zeros.get(), type, device);
+  }
+
+ private:
   // The fused program's parameter and result types.
   static std::pair<std::vector<std::string>, std::vector<std::string>> signature(
       const Trace& t, const std::vector<std::shared_ptr<LazyBuffer>>& live) {
@@ -588,6 +621,9 @@ class ModeRuntime final : public Runtime {
       for (size_t i = 0; i < op.inputs.size(); ++i)
         if (op.inputs[i].param >= 0 && param_types[op.inputs[i].param].empty())
           param_types[op.inputs[i].param] = op.prog->in_sig()[i];
+    // Recycled buffers for results are read by no op.
+    for (size_t p = 0; p < param_types.size(); ++p)
+      if (param_types[p].empty()) param_types[p] = t.params[p]->type().str();
     std::vector<std::string> result_types;
     for (const auto& b : live) result_types.push_back(t.ops[b->op].prog->out_sig()[b->out]);
     return {std::move(param_types), std::move(result_types)};
@@ -736,6 +772,11 @@ BufferRef resolve_buffer(const BufferRef& buf) {
 
 std::vector<BufferRef> execute_now(const Executable& exe, const std::vector<BufferRef>& args) {
   return g_modes->execute_now(exe, args);
+}
+
+BufferRef recycled_or_new(const hlo::TensorType& type, int device) {
+  RuntimeLock lock;
+  return g_modes->recycled_or_new(type, device);
 }
 
 ExecutableRef compile_with_aliases(const std::string& text, const Aliases& aliases, int device) {

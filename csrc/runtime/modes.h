@@ -61,6 +61,7 @@ struct CapturedTrace {
   std::vector<BufferRef> results;   // the trace's live lazy buffers, in result order
   std::vector<int> exe_outputs;     // the executable's output index of each result
   Aliases aliases;                  // (exe argument, exe output) pairs the exe donates (donation.h)
+  std::vector<int> donors;          // params that are recycled buffers given only to hold a result
   std::string text;                 // the program without aliases, when it has some
 };
 // Runs every pending trace (outer eager work must not join the graph), then
@@ -82,6 +83,16 @@ ExecutableRef compile_with_aliases(const std::string& text, const Aliases& alias
 // A new device buffer with the same contents (for a donation whose buffer
 // turns out to be shared).
 BufferRef copy_buffer(const BufferRef& buf);
+
+// Freed buffers kept for reuse (xla_runtime.cpp, Recycler): one of exactly
+// `type`, or null; whether a buffer of `type` is worth keeping; dropping
+// them all (torch.tpu.empty_cache); the bytes kept for `device`.
+BufferRef take_recycled(const hlo::TensorType& type, int device);
+bool recycles(const hlo::TensorType& type);
+void release_recycled();
+// A recycled buffer of `type`, else a new one; its contents are not to be read.
+BufferRef recycled_or_new(const hlo::TensorType& type, int device);
+int64_t recycled_bytes(int device);
 
 // Wraps the XLA runtime in the mode decorator; get() returns the result.
 std::unique_ptr<Runtime> make_mode_runtime(Runtime& inner);

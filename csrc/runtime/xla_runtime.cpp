@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <list>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -28,15 +29,91 @@ namespace py = pybind11;
 namespace torch_tpu::runtime {
 namespace {
 
+int64_t byte_size(const hlo::TensorType& t) { return t.numel() * hlo::element_bits(t.element) / 8; }
+
+// Freed device buffers of at least kMinRecycledBytes, kept for fused
+// programs to write results of the same type into (donation.h): on XLA:CPU
+// a fresh buffer costs a page fault per 4 KiB, so a training step that
+// frees its gradients and makes new ones pays for ~200 MB of faults without
+// this. Oldest first out past the cap (TORCH_TPU_RECYCLE_BYTES, default
+// 2 GiB; 0 turns recycling off); torch.tpu.empty_cache() empties it.
+// Touched with the GIL held.
+class Recycler {
+ public:
+  static constexpr int64_t kMinRecycledBytes = 64 << 10;
+
+  Recycler() {
+    cap_ = int64_t{2} << 30;
+    if (const char* e = std::getenv("TORCH_TPU_RECYCLE_BYTES")) cap_ = std::max<long long>(0, std::atoll(e));
+  }
+  bool wants(const hlo::TensorType& t) const { return cap_ > 0 && byte_size(t) >= kMinRecycledBytes; }
+
+  void put(PyObject* array, const hlo::TensorType& type, int device) {
+    // A donated array was consumed by the program it was given to.
+    int deleted = 1;
+    if (PyObject* r = PyObject_CallMethod(array, "is_deleted", nullptr)) {
+      deleted = PyObject_IsTrue(r);
+      Py_DECREF(r);
+    } else {
+      PyErr_Clear();
+    }
+    if (deleted) {
+      Py_DECREF(array);
+      return;
+    }
+    entries_.push_back(Entry{array, type, device, byte_size(type)});
+    bytes_ += entries_.back().bytes;
+    while (bytes_ > cap_ && !entries_.empty()) drop(entries_.begin());
+  }
+
+  // A buffer of exactly this type on this device (the most recently freed), or null.
+  PyObject* take(const hlo::TensorType& type, int device) {
+    for (auto it = entries_.rbegin(); it != entries_.rend(); ++it)
+      if (it->device == device && it->type == type) {
+        PyObject* a = it->array;
+        bytes_ -= it->bytes;
+        entries_.erase(std::next(it).base());
+        return a;
+      }
+    return nullptr;
+  }
+
+  void clear() {
+    while (!entries_.empty()) drop(entries_.begin());
+  }
+  int64_t bytes(int device) const {
+    int64_t n = 0;
+    for (const auto& e : entries_)
+      if (e.device == device) n += e.bytes;
+    return n;
+  }
+
+ private:
+  struct Entry {
+    PyObject* array;
+    hlo::TensorType type;
+    int device;
+    int64_t bytes;
+  };
+  void drop(std::list<Entry>::iterator it) {
+    bytes_ -= it->bytes;
+    Py_DECREF(it->array);
+    entries_.erase(it);
+  }
+  std::list<Entry> entries_;
+  int64_t bytes_ = 0, cap_ = 0;
+};
+
 // Python references dropped on a thread without the GIL wait here and are
-// released by the next runtime call (which holds the GIL). The allocator's
-// deleter therefore never blocks on the GIL.
+// released (or recycled) by the next runtime call, which holds the GIL. The
+// allocator's deleter therefore never blocks on the GIL.
 class DeferredRelease {
  public:
   static DeferredRelease& instance() {
     static auto* q = new DeferredRelease();  // leaked: outlives interpreter teardown
     return *q;
   }
+  Recycler& recycler() { return recycler_; }
   void release(PyObject* obj) {
     if (obj == nullptr || !Py_IsInitialized()) return;
     if (PyGILState_Check()) {
@@ -46,26 +123,47 @@ class DeferredRelease {
     std::lock_guard<std::mutex> lock(mu_);
     pending_.push_back(obj);
   }
+  // A buffer nobody references any more: kept for reuse when it is large.
+  void recycle(PyObject* obj, const hlo::TensorType& type, int device) {
+    if (obj == nullptr || !Py_IsInitialized()) return;
+    if (!recycler_.wants(type)) return release(obj);
+    if (PyGILState_Check()) {
+      recycler_.put(obj, type, device);
+      return;
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    pending_recycle_.push_back({obj, type, device});
+  }
   void drain() {  // caller holds the GIL
     std::vector<PyObject*> todo;
+    std::vector<Freed> freed;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (pending_.empty()) return;
+      if (pending_.empty() && pending_recycle_.empty()) return;
       todo.swap(pending_);
+      freed.swap(pending_recycle_);
     }
     for (auto* o : todo) Py_DECREF(o);
+    for (auto& f : freed) recycler_.put(f.obj, f.type, f.device);
   }
 
  private:
+  struct Freed {
+    PyObject* obj;
+    hlo::TensorType type;
+    int device;
+  };
   std::mutex mu_;
   std::vector<PyObject*> pending_;
+  std::vector<Freed> pending_recycle_;
+  Recycler recycler_;
 };
 
 class JaxBuffer final : public DeviceBuffer {
  public:
   JaxBuffer(py::object array, hlo::TensorType type, int device)
       : array_(array.release().ptr()), type_(std::move(type)), device_(device) {}
-  ~JaxBuffer() override { DeferredRelease::instance().release(array_); }
+  ~JaxBuffer() override { DeferredRelease::instance().recycle(array_, type_, device_); }
   const hlo::TensorType& type() const override { return type_; }
   int device() const override { return device_; }
   py::handle array() const { return array_; }
@@ -454,6 +552,32 @@ void xla_buffer_delete(const DeviceBuffer& buf) {
   py::gil_scoped_acquire gil;
   static_cast<const JaxBuffer&>(buf).array().attr("delete")();
 }
+
+BufferRef take_recycled(const hlo::TensorType& type, int device) {
+  py::gil_scoped_acquire gil;
+  auto& d = DeferredRelease::instance();
+  d.drain();
+  PyObject* a = d.recycler().take(type, device);
+  if (a == nullptr) return nullptr;
+  return std::make_shared<JaxBuffer>(py::reinterpret_steal<py::object>(a), type, device);
+}
+
+void release_recycled() {
+  py::gil_scoped_acquire gil;
+  auto& d = DeferredRelease::instance();
+  d.drain();
+  d.recycler().clear();
+}
+
+int64_t recycled_bytes(int device) {
+  if (!started()) return 0;
+  py::gil_scoped_acquire gil;
+  auto& d = DeferredRelease::instance();
+  d.drain();
+  return d.recycler().bytes(device);
+}
+
+bool recycles(const hlo::TensorType& type) { return DeferredRelease::instance().recycler().wants(type); }
 
 BufferRef copy_buffer(const BufferRef& buf) {
   py::gil_scoped_acquire gil;
