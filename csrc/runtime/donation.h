@@ -10,11 +10,20 @@
 // same type.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "hlo/types.h"
+
 namespace torch_tpu::runtime {
+
+// Buffers smaller than this are neither donated nor recycled: a fresh
+// 64 KiB costs 16 page faults, not worth a program variant.
+constexpr int64_t kMinDonatedBytes = 64 << 10;
+
+inline int64_t byte_size(const hlo::TensorType& t) { return t.numel() * hlo::element_bits(t.element) / 8; }
 
 // (parameter index, result index) pairs: result written into the parameter's buffer.
 using Aliases = std::vector<std::pair<int, int>>;

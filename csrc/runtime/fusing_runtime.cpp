@@ -42,8 +42,6 @@ namespace py = pybind11;
 namespace {
 
 std::atomic<int> g_mode{-1};  // -1: not read from the environment yet
-// Buffers smaller than this are not donated: a fresh 64 KiB costs 16 page faults.
-constexpr int64_t kMinDonatedBytes = 64 << 10;
 FusionStats g_stats;
 
 bool env_flag(const char* name) {
@@ -403,8 +401,7 @@ class ModeRuntime final : public Runtime {
     // Small ones are not worth a program variant.
     std::vector<bool> dead(t.params.size());
     for (size_t p = 0; p < t.params.size(); ++p) {
-      const auto& type = t.params[p]->type();
-      dead[p] = t.params[p].use_count() == 1 && type.numel() * hlo::element_bits(type.element) / 8 >= kMinDonatedBytes;
+      dead[p] = t.params[p].use_count() == 1 && byte_size(t.params[p]->type()) >= kMinDonatedBytes;
     }
     // Results: outputs still referenced outside the trace.
     std::vector<std::shared_ptr<LazyBuffer>> live;
@@ -605,7 +602,7 @@ class ModeRuntime final : public Runtime {
  public:
   BufferRef recycled_or_new(const hlo::TensorType& type, int device) {
     if (BufferRef b = take_recycled(type, device)) return b;
-    size_t bytes = static_cast<size_t>(type.numel() * hlo::element_bits(type.element) / 8);
+    size_t bytes = static_cast<size_t>(byte_size(type));
     std::unique_ptr<void, void (*)(void*)> zeros(std::calloc(std::max<size_t>(bytes, 1), 1), std::free);
     TORCH_CHECK(zeros, "torch_tpu: out of host memory allocating ", bytes, " bytes");
     return inner_.to_device(zeros.get(), type, device);

@@ -7,6 +7,7 @@
 #include <c10/util/Exception.h>
 
 #include <cctype>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "runtime/compile_cache.h"
+#include "runtime/donation.h"
 #include "runtime/modes.h"
 #include "runtime/recompile_log.h"
 #include "runtime/runtime.h"
@@ -29,9 +31,7 @@ namespace py = pybind11;
 namespace torch_tpu::runtime {
 namespace {
 
-int64_t byte_size(const hlo::TensorType& t) { return t.numel() * hlo::element_bits(t.element) / 8; }
-
-// Freed device buffers of at least kMinRecycledBytes, kept for fused
+// Freed device buffers of at least kMinDonatedBytes, kept for fused
 // programs to write results of the same type into (donation.h): on XLA:CPU
 // a fresh buffer costs a page fault per 4 KiB, so a training step that
 // frees its gradients and makes new ones pays for ~200 MB of faults without
@@ -40,13 +40,15 @@ int64_t byte_size(const hlo::TensorType& t) { return t.numel() * hlo::element_bi
 // Touched with the GIL held.
 class Recycler {
  public:
-  static constexpr int64_t kMinRecycledBytes = 64 << 10;
-
   Recycler() {
     cap_ = int64_t{2} << 30;
     if (const char* e = std::getenv("TORCH_TPU_RECYCLE_BYTES")) cap_ = std::max<long long>(0, std::atoll(e));
   }
-  bool wants(const hlo::TensorType& t) const { return cap_ > 0 && byte_size(t) >= kMinRecycledBytes; }
+  // A size worth giving a fused program.
+  bool worth(const hlo::TensorType& t) const { return cap_ > 0 && byte_size(t) >= kMinDonatedBytes; }
+  // Worth keeping now: only once some fused program has asked for a buffer
+  // (a process that never fuses keeps nothing).
+  bool wants(const hlo::TensorType& t) const { return asked_ && worth(t); }
 
   void put(PyObject* array, const hlo::TensorType& type, int device) {
     // A donated array was consumed by the program it was given to.
@@ -68,6 +70,7 @@ class Recycler {
 
   // A buffer of exactly this type on this device (the most recently freed), or null.
   PyObject* take(const hlo::TensorType& type, int device) {
+    asked_ = true;
     for (auto it = entries_.rbegin(); it != entries_.rend(); ++it)
       if (it->device == device && it->type == type) {
         PyObject* a = it->array;
@@ -102,6 +105,7 @@ class Recycler {
   }
   std::list<Entry> entries_;
   int64_t bytes_ = 0, cap_ = 0;
+  std::atomic<bool> asked_{false};
 };
 
 // Python references dropped on a thread without the GIL wait here and are
@@ -577,7 +581,7 @@ int64_t recycled_bytes(int device) {
   return d.recycler().bytes(device);
 }
 
-bool recycles(const hlo::TensorType& type) { return DeferredRelease::instance().recycler().wants(type); }
+bool recycles(const hlo::TensorType& type) { return DeferredRelease::instance().recycler().worth(type); }
 
 BufferRef copy_buffer(const BufferRef& buf) {
   py::gil_scoped_acquire gil;
