@@ -32,6 +32,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "hlo/ops.h"
 #include "runtime/donation.h"
 #include "runtime/lru_cache.h"
 #include "runtime/modes.h"
@@ -598,14 +599,21 @@ class ModeRuntime final : public Runtime {
   }
 
   // A buffer of `type` whose contents are never read: a recycled one, else
-  // a new one (zeros).
+  // a new one, zeros made on the device by a program cached per type (as
+  // cheap as XLA's own fresh output; a host upload would fault the memory
+  // in twice).
  public:
   BufferRef recycled_or_new(const hlo::TensorType& type, int device) {
     if (BufferRef b = take_recycled(type, device)) return b;
-    size_t bytes = static_cast<size_t>(byte_size(type));
-    std::unique_ptr<void, void (*)(void*)> zeros(std::calloc(std::max<size_t>(bytes, 1), 1), std::free);
-    TORCH_CHECK(zeros, "torch_tpu: out of host memory allocating ", bytes, " bytes");
-    return inner_.to_device(zeros.get(), type, device);
+    std::string key = std::to_string(device) + ':' + type.str();
+    auto it = zeros_.find(key);
+    if (it == zeros_.end()) {
+      hlo::Builder b;
+      std::string text = b.module_text({hlo::full(b, type.element, type.dims, 0)});
+      CompileNote note("(a buffer for fused results)", "");
+      it = zeros_.emplace(key, inner_.compile(text, device, "zeros " + type.str())).first;
+    }
+    return inner_.execute(*it->second, {}).at(0);
   }
 
  private:
@@ -681,6 +689,7 @@ class ModeRuntime final : public Runtime {
   std::unordered_map<int, std::vector<std::weak_ptr<DeviceBuffer>>> in_flight_;
   std::unordered_map<int, std::shared_ptr<Trace>> pending_;
   LruCache<ExecutableRef> fused_{256};
+  std::unordered_map<std::string, ExecutableRef> zeros_;  // recycled_or_new's programs, by device and type
   std::unique_ptr<Capture> capture_;
   struct SequenceHistory {
     int64_t count = 0;
