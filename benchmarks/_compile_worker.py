@@ -45,14 +45,16 @@ class WithLoss(torch.nn.Module):
         return gpt2.loss_fn(self.model(idx), targets)
 
 
-def timed_loop(cfg, step, sync):
+def timed_loop(cfg, step, sync, keep_all=True):
     """First call (timed alone: it traces and compiles), `warmup - 1` more
     calls, then `steps` timed calls, each closed by a sync. Returns (first s,
     median s/call, all timed s/call, outputs of the timed calls). The median
     of synced calls rather than one long loop: the 2-core machine is shared,
     and a median ignores the calls another process's burst slowed down. A
     training step depends on the previous one's parameters, so the per-call
-    sync costs little overlap."""
+    sync costs little overlap. `keep_all=False` keeps only the last output:
+    an inference loop uses each result and drops it (holding all 21 logits
+    tensors, 51 MB each, would keep any runtime from reusing their memory)."""
     start = time.perf_counter()
     sync([step()])
     first = time.perf_counter() - start
@@ -64,7 +66,10 @@ def timed_loop(cfg, step, sync):
         out = step()
         sync([out])
         times.append(time.perf_counter() - start)
+        if not keep_all:
+            outs.clear()
         outs.append(out)
+        del out
     return first, statistics.median(times), times, outs
 
 
@@ -148,7 +153,7 @@ def run_torch(cfg):
         ctx = contextlib.nullcontext()
     with ctx:
         t_first, t_step, t_all, losses = timed_loop(cfg, train_step, sync)
-        i_first, i_step, i_all, logits = timed_loop(cfg, infer_step, sync)
+        i_first, i_step, i_all, logits = timed_loop(cfg, infer_step, sync, keep_all=False)
         losses = [float(l.item()) for l in losses]
         infer_loss = float(gpt2.loss_fn(logits[-1].cpu(), tgt.cpu()).item())
     res = dict(train_first_s=t_first, train_step_s=t_step, infer_first_s=i_first, infer_step_s=i_step,
@@ -260,7 +265,8 @@ def run_torchax(cfg):
         with env, torch.no_grad():
             return interop.jax_view(jm(idx_t))
 
-    i_first, i_step, i_all, logits = timed_loop(cfg, infer_step, lambda outs: jax.block_until_ready(outs))
+    i_first, i_step, i_all, logits = timed_loop(cfg, infer_step, lambda outs: jax.block_until_ready(outs),
+                                                keep_all=False)
     losses = [float(l) for l in losses]
     last = torch.from_numpy(__import__("numpy").asarray(logits[-1]))
     infer_loss = float(gpt2.loss_fn(last, tgt).item())
