@@ -267,8 +267,9 @@ def reset_accumulated_memory_stats(device: Any = None) -> None:
 
 def empty_cache() -> None:
     """Releases the freed buffers kept for reuse: large buffers (64 KiB and
-    up, TORCH_TPU_RECYCLE_BYTES in all, default 2 GiB) that fused programs
-    write results of the same type into instead of fresh memory."""
+    up, TORCH_TPU_RECYCLE_BYTES in all, default 2 GiB on XLA:CPU and none on
+    accelerators) that fused programs write results of the same type into
+    instead of fresh memory."""
     _C._empty_cache()
 
 

@@ -35,13 +35,16 @@ namespace {
 // programs to write results of the same type into (donation.h): on XLA:CPU
 // a fresh buffer costs a page fault per 4 KiB, so a training step that
 // frees its gradients and makes new ones pays for ~200 MB of faults without
-// this. Oldest first out past the cap (TORCH_TPU_RECYCLE_BYTES, default
-// 2 GiB; 0 turns recycling off); torch.tpu.empty_cache() empties it.
-// Touched with the GIL held.
+// this. Oldest first out past the cap (TORCH_TPU_RECYCLE_BYTES; 0 turns
+// recycling off); torch.tpu.empty_cache() empties it. The default is 2 GiB
+// on XLA:CPU and 0 on accelerators, whose allocators already reuse freed
+// memory cheaply (and where a kept buffer would be device memory XLA could
+// not use). Touched with the GIL held.
 class Recycler {
  public:
-  Recycler() {
-    cap_ = int64_t{2} << 30;
+  // Called once the platform is known.
+  void configure(bool host_memory) {
+    cap_ = host_memory ? int64_t{2} << 30 : 0;
     if (const char* e = std::getenv("TORCH_TPU_RECYCLE_BYTES")) cap_ = std::max<long long>(0, std::atoll(e));
   }
   // A size worth giving a fused program.
@@ -252,6 +255,7 @@ class XlaRuntime final : public Runtime {
     info_.platform = wanted;
     info_.device_kind = py::str(devices_.at(0).attr("device_kind"));
     info_.virtual_tpu = wanted == "cpu";
+    DeferredRelease::instance().recycler().configure(wanted == "cpu");
     // A real chip reports its memory (HBM); XLA:CPU reports nothing.
     try {
       py::object stats = devices_.at(0).attr("memory_stats")();
