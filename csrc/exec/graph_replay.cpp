@@ -325,7 +325,6 @@ std::vector<at::Tensor> GraphReplay::run(const std::vector<at::Tensor>& inputs) 
         ++copies;
       }
     runtime::note_donations(static_cast<int64_t>(donated.size()), copies);
-    pbufs.clear();  // the executable takes the donated buffers over
     auto outs = runtime::execute_now(*exe, args);
     results.reserve(exe_outputs.size());
     for (int o : exe_outputs) results.push_back(outs[o]);

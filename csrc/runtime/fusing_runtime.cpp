@@ -384,6 +384,23 @@ class ModeRuntime final : public Runtime {
     return exe;
   }
 
+  // A buffer of `type` whose contents are never read: a recycled one, else
+  // a new one, zeros made on the device by a program cached per type (as
+  // cheap as XLA's own fresh output; a host upload would fault the memory
+  // in twice).
+  BufferRef recycled_or_new(const hlo::TensorType& type, int device) {
+    if (BufferRef b = take_recycled(type, device)) return b;
+    std::string key = std::to_string(device) + ':' + type.str();
+    auto it = zeros_.find(key);
+    if (it == zeros_.end()) {
+      hlo::Builder b;
+      std::string text = b.module_text({hlo::full(b, type.element, type.dims, 0)});
+      CompileNote note("(a buffer for fused results)", "");
+      it = zeros_.emplace(key, inner_.compile(text, device, "zeros " + type.str())).first;
+    }
+    return inner_.execute(*it->second, {}).at(0);
+  }
+
   std::vector<BufferRef> execute_now(const Executable& exe, const std::vector<BufferRef>& args) {
     RuntimeLock lock;
     auto outs = inner_.execute(exe, args);
@@ -583,6 +600,10 @@ class ModeRuntime final : public Runtime {
   // (parameter, result) pairs; one-op traces run the op's own program.
   Aliases place_results(Trace& t, const std::vector<std::shared_ptr<LazyBuffer>>& live, const std::vector<bool>& dead) {
     if (t.ops.size() < 2 || live.empty()) return {};
+    // Most small traces have nothing to place: skip building the signature.
+    bool any = std::find(dead.begin(), dead.end(), true) != dead.end();
+    for (size_t r = 0; r < live.size() && !any; ++r) any = recycles(live[r]->type());
+    if (!any) return {};
     auto [param_types, result_types] = signature(t, live);
     Aliases aliases = pick_aliases(dead, param_types, result_types);
     std::vector<bool> placed(live.size(), false);
@@ -598,25 +619,6 @@ class ModeRuntime final : public Runtime {
     return aliases;
   }
 
-  // A buffer of `type` whose contents are never read: a recycled one, else
-  // a new one, zeros made on the device by a program cached per type (as
-  // cheap as XLA's own fresh output; a host upload would fault the memory
-  // in twice).
- public:
-  BufferRef recycled_or_new(const hlo::TensorType& type, int device) {
-    if (BufferRef b = take_recycled(type, device)) return b;
-    std::string key = std::to_string(device) + ':' + type.str();
-    auto it = zeros_.find(key);
-    if (it == zeros_.end()) {
-      hlo::Builder b;
-      std::string text = b.module_text({hlo::full(b, type.element, type.dims, 0)});
-      CompileNote note("(a buffer for fused results)", "");
-      it = zeros_.emplace(key, inner_.compile(text, device, "zeros " + type.str())).first;
-    }
-    return inner_.execute(*it->second, {}).at(0);
-  }
-
- private:
   // The fused program's parameter and result types.
   static std::pair<std::vector<std::string>, std::vector<std::string>> signature(
       const Trace& t, const std::vector<std::shared_ptr<LazyBuffer>>& live) {
