@@ -3,6 +3,9 @@ that a training script uses."""
 
 from __future__ import annotations
 
+import enum
+import sys
+import types
 from typing import Any
 
 import torch
@@ -10,22 +13,23 @@ import torch
 from . import _C
 
 __all__ = [
-    "is_available", "device_count", "current_device", "set_device", "device",
+    "is_available", "device_count", "current_device", "set_device", "device", "device_of",
     "synchronize", "get_device_name", "get_device_properties", "manual_seed",
-    "manual_seed_all", "seed", "initial_seed", "get_rng_state", "set_rng_state",
+    "manual_seed_all", "seed", "initial_seed", "get_rng_state", "set_rng_state", "default_generators",
     "memory_allocated", "max_memory_allocated", "memory_reserved",
     "max_memory_reserved", "memory_stats", "empty_cache",
     "reset_peak_memory_stats", "reset_accumulated_memory_stats", "is_initialized", "platform",
     "set_per_process_memory_fraction", "get_per_process_memory_fraction", "mem_get_info", "OutOfMemoryError",
     "get_amp_supported_dtype", "amp", "precision", "get_precision", "Precision",
     "Stream", "Event", "current_stream", "default_stream", "set_stream", "stream", "StreamContext",
-    "eager_mode", "get_eager_mode", "mark_step",
+    "eager_mode", "get_eager_mode", "set_eager_mode", "EagerMode", "mark_step",
     "compile_cache_stats", "clear_compile_cache",
 ]
 
 from .amp import get_amp_supported_dtype  # noqa: E402
 from . import amp  # noqa: E402
-from .modes import eager_mode, get_eager_mode, mark_step  # noqa: E402
+from . import modes as _modes  # noqa: E402
+from .modes import EagerMode, get_eager_mode, mark_step, set_eager_mode  # noqa: E402
 from .streams import (  # noqa: E402
     Event, Stream, StreamContext, current_stream, default_stream, set_stream, stream,
 )
@@ -87,6 +91,14 @@ class device:
         if self.idx >= 0:
             _C._set_device(self.prev)
         return False
+
+
+class device_of(device):
+    """Context manager that makes the device of tensor `obj` current when it
+    is a tpu tensor (as torch.cuda.device_of); does nothing otherwise."""
+
+    def __init__(self, obj: torch.Tensor):
+        super().__init__(obj.get_device() if obj.device.type == "tpu" else -1)
 
 
 def synchronize(device: Any = None) -> None:
@@ -301,9 +313,10 @@ def clear_compile_cache() -> int:
 
 # ---- fp32 matmul precision -------------------------------------------------
 
-class Precision:
+class Precision(str, enum.Enum):
     """TPU matmul precision for float32 inputs: DEFAULT (one bfloat16 pass),
-    HIGH (three bfloat16 passes), HIGHEST (float32)."""
+    HIGH (three bfloat16 passes), HIGHEST (float32). Each member equals its
+    name, so `precision(Precision.HIGH)` and `precision("HIGH")` are one."""
 
     DEFAULT = "DEFAULT"
     HIGH = "HIGH"
@@ -323,7 +336,7 @@ def get_precision() -> str:
 def _set_precision(value: str) -> None:
     if not isinstance(value, str) or value.upper() not in _TO_TORCH:
         raise ValueError(f"torch.tpu.precision: expected one of DEFAULT, HIGH, HIGHEST, got {value!r}")
-    torch.set_float32_matmul_precision(_TO_TORCH[value.upper()])
+    torch.set_float32_matmul_precision(_TO_TORCH[str.upper(value)])
 
 
 class precision:
@@ -347,3 +360,30 @@ class precision:
         _set_precision(self.prev)
         return False
 
+
+
+# ---- module properties -------------------------------------------------------
+
+class _DeviceModule(types.ModuleType):
+    """`torch.tpu`'s module type: a few of the reference backend's names are
+    properties, computed when read (so importing starts no device)."""
+
+    @property
+    def eager_mode(self) -> EagerMode:
+        """The current mode as an EagerMode (equal to "strict", "debug" or
+        "fused"). Assigning sets it: `torch.tpu.eager_mode = EagerMode.DEFER_AND_FUSE`.
+        Calling it sets a mode too, and restores the previous one when used as
+        a context manager: `with torch.tpu.eager_mode("fused"): ...`."""
+        return EagerMode(get_eager_mode())
+
+    @eager_mode.setter
+    def eager_mode(self, mode: "str | EagerMode") -> None:
+        _modes.eager_mode(mode)
+
+    @property
+    def default_generators(self) -> tuple[torch.Generator, ...]:
+        """Each device's default generator, as torch.cuda.default_generators."""
+        return tuple(_C._default_generator(i) for i in range(device_count()))
+
+
+sys.modules[__name__].__class__ = _DeviceModule

@@ -119,12 +119,22 @@ def tpu_backend(gm: torch.fx.GraphModule, example_inputs: list, **kwargs: Any) -
 
 # ---- registration ----------------------------------------------------------
 # Importing torch._dynamo takes seconds, and torch_tpu is imported by every
-# `import torch`; so "tpu" is added to Dynamo's backend table only when
-# Dynamo's registry module loads, as a lazy entry like those of the
-# "torch_dynamo_backends" entry-point group (Dynamo calls its load() on the
-# first lookup of the name).
+# `import torch`; so nothing of Dynamo or Inductor is imported here. A
+# meta-path hook waits for the modules below to load and registers into each
+# through its own registration API, right after the module has run:
+# - Dynamo's backend registry: "tpu" as a lazy entry (like those of the
+#   "torch_dynamo_backends" entry-point group; Dynamo calls its load() on the
+#   first lookup of the name), and, through `set_default_backend`, the
+#   backend torch.compile uses when given none (`_DefaultBackend`: ours for
+#   tpu inputs, Inductor otherwise);
+# - Dynamo's device interfaces: `tpu` (torch_tpu/dynamo_device.py);
+# - Inductor's per-device code generators: `tpu` refuses with a clear error
+#   (Inductor's own tpu path generates code for the reference backend's
+#   private modules).
 
 _REGISTRY = "torch._dynamo.backends.registry"
+_DEVICE_INTERFACE = "torch._dynamo.device_interface"
+_INDUCTOR_CODEGEN = "torch._inductor.codegen.common"
 
 
 class _LazyBackend:
@@ -134,36 +144,106 @@ class _LazyBackend:
         return tpu_backend
 
 
-def _add_to(registry) -> None:
+def _has_tpu_tensor(values) -> bool:
+    return any(isinstance(v, torch.Tensor) and v.device.type == "tpu" for v in values)
+
+
+class _DefaultBackend:
+    """torch.compile's backend when none is given: "tpu" for graphs with tpu
+    inputs (as the reference backend does), Inductor, configured exactly as
+    torch.compile would (mode, options), for every other graph."""
+
+    compiler_name = "inductor"
+
+    def __init__(self):
+        self._inductor: dict = {}
+
+    def _inductor_for(self, mode, options):
+        key = (mode, repr(sorted(options.items())) if options else None)
+        if key not in self._inductor:
+            self._inductor[key] = torch._TorchCompileInductorWrapper(mode or "default", options, None)
+        return self._inductor[key]
+
+    def __call__(self, gm, example_inputs, mode=None, options=None):
+        if _has_tpu_tensor(example_inputs):
+            return tpu_backend(gm, example_inputs)
+        return self._inductor_for(mode, options)(gm, example_inputs)
+
+    def reset(self) -> None:
+        for w in self._inductor.values():
+            w.reset()
+
+    def __repr__(self):
+        return "torch_tpu.dynamo_backend._DefaultBackend()"
+
+
+_default_backend = _DefaultBackend()
+
+
+def _add_to_registry(registry) -> None:
     registry._BACKENDS.setdefault("tpu", _LazyBackend())
+    # Only where the user has not chosen another default.
+    if registry.get_default_backend() == "inductor":
+        registry.set_default_backend(_default_backend)
+
+
+def _add_device_interface(module) -> None:
+    from .dynamo_device import TpuDeviceInterface
+
+    # Dynamo fills its table (its own TpuInterface included) on first use;
+    # filling it now lets ours replace that entry for good.
+    if not module._device_initialized:
+        module.init_device_reg()
+    module.register_interface_for_device("tpu", TpuDeviceInterface)
+
+
+def _add_inductor_refusal(module) -> None:
+    if module.get_scheduling_for_device("tpu") is None:
+        from .dynamo_device import InductorRefusal
+
+        module.register_backend_for_device("tpu", InductorRefusal, InductorRefusal)
+
+
+_HOOKS = {_REGISTRY: _add_to_registry, _DEVICE_INTERFACE: _add_device_interface,
+          _INDUCTOR_CODEGEN: _add_inductor_refusal}
 
 
 class _RegistryFinder(importlib.abc.MetaPathFinder):
-    """Finds nothing itself: wraps the loader of Dynamo's registry module so
-    that "tpu" is added right after the module runs."""
+    """Finds nothing itself: wraps the loader of each module in _HOOKS so
+    that its hook runs right after the module does."""
+
+    def __init__(self):
+        self.waiting = set(_HOOKS) - set(sys.modules)
 
     def find_spec(self, name, path, target=None):
-        if name != _REGISTRY:
+        if name not in self.waiting:
             return None
-        sys.meta_path.remove(self)
+        self.waiting.discard(name)
+        if not self.waiting:
+            sys.meta_path.remove(self)
         spec = importlib.util.find_spec(name)
         if spec is None or spec.loader is None:
             return spec
         run = spec.loader.exec_module
+        hook = _HOOKS[name]
 
         def exec_module(module):
             run(module)
-            _add_to(module)
+            hook(module)
 
         spec.loader.exec_module = exec_module
         return spec
 
 
 def install() -> None:
-    if _REGISTRY in sys.modules:
-        _add_to(sys.modules[_REGISTRY])
-    elif not any(isinstance(f, _RegistryFinder) for f in sys.meta_path):
-        sys.meta_path.insert(0, _RegistryFinder())
+    for name, hook in _HOOKS.items():
+        if name in sys.modules:
+            hook(sys.modules[name])
+    if any(isinstance(f, _RegistryFinder) for f in sys.meta_path):
+        return
+    finder = _RegistryFinder()
+    if finder.waiting:
+        sys.meta_path.insert(0, finder)
 
 
 def compile_stats() -> dict:

@@ -4,19 +4,43 @@
 manager (`with torch_tpu.eager_mode("debug"): ...`) it restores the previous
 mode on exit. Leaving fused mode runs the deferred ops. The initial mode comes
 from the environment: TPU_LAUNCH_BLOCKING=1 (debug) or TPU_DEFER_AND_FUSE=1
-(fused); strict otherwise.
+(fused), or the reference backend's TORCH_TPU_LAUNCH_BLOCKING /
+TORCH_TPU_DEFER_AND_FUSE; strict otherwise.
+
+The reference backend's names work too: `EagerMode.DEFER_NEVER` ("strict"),
+`DEFER_NEVER_AND_LAUNCH_BLOCKING` ("debug"), `DEFER_AND_FUSE` ("fused"),
+accepted wherever a mode name is, and `set_eager_mode(m)`.
 """
 
 from __future__ import annotations
+
+import enum
 
 import torch
 from torch.optim.optimizer import register_optimizer_step_post_hook
 
 from . import _C
 
-__all__ = ["eager_mode", "get_eager_mode", "mark_step", "fusion_stats"]
+__all__ = ["EagerMode", "eager_mode", "set_eager_mode", "get_eager_mode", "mark_step", "fusion_stats"]
 
 _MODES = ("strict", "debug", "fused")
+
+
+class EagerMode(str, enum.Enum):
+    """The execution modes under the reference backend's names. Each member
+    is equal to our name for it (`EagerMode.DEFER_AND_FUSE == "fused"`)."""
+
+    DEFER_NEVER = "strict"
+    DEFER_NEVER_AND_LAUNCH_BLOCKING = "debug"
+    DEFER_AND_FUSE = "fused"
+
+    def __str__(self):
+        return self.value
+
+    def __call__(self, mode: "str | EagerMode") -> "eager_mode":
+        # `torch.tpu.eager_mode` reads as the current EagerMode; calling it
+        # keeps our `torch.tpu.eager_mode("fused")` API working.
+        return eager_mode(mode)
 
 
 def get_eager_mode() -> str:
@@ -37,9 +61,12 @@ class eager_mode:
       optimizer step, or every TPU_FUSE_MAX_OPS ops (2000).
     """
 
-    def __init__(self, mode: str):
+    def __init__(self, mode: "str | EagerMode"):
+        if isinstance(mode, EagerMode):
+            mode = mode.value
         if mode not in _MODES:
-            raise ValueError(f"eager_mode: expected one of {', '.join(_MODES)}, got {mode!r}")
+            raise ValueError(f"eager_mode: expected one of {', '.join(_MODES)} "
+                             f"(or a torch.tpu.EagerMode), got {mode!r}")
         self.prev = get_eager_mode()
         self.mode = mode
         _C._set_eager_mode(_MODES.index(mode))
@@ -53,6 +80,9 @@ class eager_mode:
 
     def __repr__(self):
         return f"torch_tpu.eager_mode({self.mode!r})"
+
+
+set_eager_mode = eager_mode  # the reference backend's name: same setter / context manager
 
 
 def mark_step() -> None:

@@ -211,6 +211,15 @@ struct MetaResult {
 };
 
 at::Tensor to_meta(const at::Tensor& t, std::unordered_map<const void*, at::Tensor>& bases) {
+  if (t.defined() && t.is_cpu() && t.dim() == 0 && !t.unsafeGetTensorImpl()->is_wrapped_number()) {
+    // A 0-dim CPU tensor is a scalar operand in any position (as on CUDA),
+    // but a meta kernel meeting one before the first device tensor (`c * x`)
+    // makes it the common device and fails copying meta to cpu. A 0-dim meta
+    // tensor promotes types the same way. (Wrapped Python numbers stay: they
+    // never come first, and Python meta kernels turn them back into numbers,
+    // which PyTorch allows for CPU ones only.)
+    return at::empty({}, t.options().device(at::kMeta));
+  }
   if (!t.defined() || !t.is_privateuseone()) return t;
   int64_t numel = device::storage_numel(t);
   auto opts = t.options().device(at::kMeta);

@@ -382,12 +382,44 @@ TPU_LOWERING(bucketize) {
 
 // ---- histc ---------------------------------------------------------------------------
 
+namespace {
+
+// Integer input, which CPU refuses and CUDA accepts (Transformers' MoE
+// experts path calls histc on integer expert ids off CPU): CUDA's kernel, all
+// in int64 — min/max truncated to integers, bin = (x - min) * bins / (max - min)
+// by integer division, the last edge in the last bin; counts in the input dtype.
+std::vector<Value> histc_integral(Builder& b, Value x, Value lo, Value hi, int64_t bins) {
+  const ElementType i64 = ElementType::kI64;
+  int64_t n = x.type().numel();
+  if (n == 0) return {hlo::full(b, x.element(), {bins}, 0)};
+  Value flat = hlo::convert(hlo::reshape(x, {n}), i64);
+  lo = hlo::convert(lo, i64);
+  hi = hlo::convert(hi, i64);
+  Value same = hlo::compare(lo, hi, "EQ");
+  lo = hlo::select(same, hlo::reduce(flat, {0}, hlo::ReduceKind::kMin), lo);
+  hi = hlo::select(same, hlo::reduce(flat, {0}, hlo::ReduceKind::kMax), hi);
+  same = hlo::compare(lo, hi, "EQ");
+  lo = hlo::select(same, hlo::sub(lo, hlo::constant_int(b, i64, 1)), lo);
+  hi = hlo::select(same, hlo::add(hi, hlo::constant_int(b, i64, 1)), hi);
+  Value l = hlo::broadcast_in_dim(lo, {n}, {}), r = hlo::broadcast_in_dim(hi, {n}, {});
+  Value inside = hlo::binary("and", hlo::compare(flat, l, "GE"), hlo::compare(flat, r, "LE"));
+  Value nb = hlo::full_like(flat, static_cast<double>(bins));
+  Value pos = hlo::div(hlo::mul(hlo::sub(flat, l), nb), hlo::sub(r, l));
+  pos = hlo::select(hlo::compare(pos, nb, "EQ"), hlo::sub(nb, hlo::full_like(pos, 1)), pos);
+  pos = hlo::select(inside, pos, nb);  // out of range: a spare bin, cut off
+  Value counts = hlo::scatter_1d(hlo::full(b, i64, {bins + 1}, 0), pos, hlo::full(b, i64, {n}, 1), "add");
+  return {hlo::convert(hlo::slice(counts, {0}, {bins}), x.element())};
+}
+
+}  // namespace
+
 // Fixed-width bins over [min, max] (the data's range when min == max),
 // computed in the input dtype like PyTorch CPU's linear-interpolation kernel.
 TPU_LOWERING(histc) {
   Value x = ctx.tensor("self");
   auto dt = ctx.dtype_of("self");
-  TORCH_CHECK(at::isFloatingType(dt), "torch.histc: input tensor must be floating point, but got ", dt);
+  TORCH_CHECK(at::isFloatingType(dt) || at::isIntegralType(dt, /*includeBool=*/false),
+              "torch.histc: input tensor must be floating point or integer, but got ", dt);
   int64_t bins = ctx.int_arg("bins");
   TORCH_CHECK(bins > 0, "torch.histc(): bins must be > 0, but got ", bins, " for dim 0");
   Builder& b = ctx.b();
@@ -401,6 +433,7 @@ TPU_LOWERING(histc) {
                 "torch.histc: range of [", mn, ", ", mx, "] is not finite");
     TORCH_CHECK(mn <= mx, "torch.histc: max must be larger than min");
   }
+  if (!at::isFloatingType(dt)) return histc_integral(b, x, lo, hi, bins);
   int64_t n = x.type().numel();
   Value flat = hlo::reshape(x, {n});
   if (n > 0) {

@@ -709,7 +709,10 @@ EagerMode eager_mode() {
   int m = g_mode.load();
   if (m < 0) {
     // Debug wins when both are set: it is asked for to find an error.
-    int from_env = env_flag("TPU_LAUNCH_BLOCKING") ? 1 : env_flag("TPU_DEFER_AND_FUSE") ? 2 : 0;
+    // The reference backend's spellings (TORCH_TPU_...) are read beside ours.
+    bool blocking = env_flag("TPU_LAUNCH_BLOCKING") || env_flag("TORCH_TPU_LAUNCH_BLOCKING");
+    bool fuse = env_flag("TPU_DEFER_AND_FUSE") || env_flag("TORCH_TPU_DEFER_AND_FUSE");
+    int from_env = blocking ? 1 : fuse ? 2 : 0;
     g_mode.compare_exchange_strong(m, from_env);
     m = g_mode.load();
   }
