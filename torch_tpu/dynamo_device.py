@@ -116,9 +116,19 @@ class TpuDeviceInterface(DeviceInterface):
         return tpu.memory_allocated(device)
 
 
-class InductorRefusal:
-    """Stands for Inductor's tpu scheduling and wrapper code generators;
-    constructing either raises INDUCTOR_MESSAGE."""
+class _Refuse(type):
+    # Inductor first asks the scheduling class for its features
+    # (`get_backend_features`, `supports_caching`, ...): any such question
+    # raises, so the refusal comes before any lowering work.
+    def __getattr__(cls, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise RuntimeError(INDUCTOR_MESSAGE)
+
+
+class InductorRefusal(metaclass=_Refuse):
+    """Stands for Inductor's tpu scheduling and wrapper code generators:
+    asking either anything, or constructing it, raises INDUCTOR_MESSAGE."""
 
     def __init__(self, *args: Any, **kwargs: Any):
         raise RuntimeError(INDUCTOR_MESSAGE)
