@@ -89,7 +89,8 @@ def run_torch(cfg):
         import torch_tpu
 
         device = "tpu"
-        model = gpt2.to_device(model, device)
+        model = model.to(device)  # keeps the head tied (Parameters survive the move)
+        assert model.lm_head.weight is model.wte.weight
     idx, tgt = idx.to(device), tgt.to(device)
     # A compiled step on tpu keeps AdamW's step counters on the device
     # (capturable=True): with CPU counters the graph updates a CPU tensor, so

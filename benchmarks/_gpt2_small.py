@@ -96,9 +96,9 @@ def build(layers, attn, seed=0):
 
 def to_device(model, device):
     """`model.to(device)` keeping the head tied. Moving CPU parameters to a
-    device whose tensors are not shallow-copy compatible with CPU ones (tpu,
-    torchax's jax) replaces each module's Parameter separately, which
-    silently unties wte and lm_head; tie them again."""
+    device whose tensors are not shallow-copy compatible with CPU ones
+    (torchax's jax; tpu and CUDA are) replaces each module's Parameter
+    separately, which silently unties wte and lm_head; tie them again."""
     model = model.to(device)
     model.lm_head.weight = model.wte.weight
     return model
