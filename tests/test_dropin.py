@@ -213,6 +213,11 @@ def test_cpu_scalar_tensor_in_place_and_out():
             ret = fn(*[a.tpu() if a.dim() else a for a in args], out=out)
             assert ret is out
             assert_close(out, expected)
+    # A 0-dim CPU tensor is a scalar to read, never a place to write (as on CUDA).
+    with pytest.raises(RuntimeError):
+        torch.add(x.tpu(), c, out=torch.tensor(0.0))
+    with pytest.raises(RuntimeError, match="same device"):
+        torch.tensor(1.0).add_(torch.tensor(3.0, device="tpu"))
     # integer self, float 0-dim tensor: in-place cannot cast, as on CPU
     with pytest.raises(RuntimeError, match="can't be cast"):
         torch.tensor([1, 2], device="tpu").mul_(torch.tensor(1.5))

@@ -210,14 +210,15 @@ struct MetaResult {
   std::vector<c10::IValue> args;                    // meta arguments after the call
 };
 
-at::Tensor to_meta(const at::Tensor& t, std::unordered_map<const void*, at::Tensor>& bases) {
-  if (t.defined() && t.is_cpu() && t.dim() == 0 && !t.unsafeGetTensorImpl()->is_wrapped_number()) {
-    // A 0-dim CPU tensor is a scalar operand in any position (as on CUDA),
-    // but a meta kernel meeting one before the first device tensor (`c * x`)
-    // makes it the common device and fails copying meta to cpu. A 0-dim meta
-    // tensor promotes types the same way. (Wrapped Python numbers stay: they
-    // never come first, and Python meta kernels turn them back into numbers,
-    // which PyTorch allows for CPU ones only.)
+at::Tensor to_meta(const at::Tensor& t, std::unordered_map<const void*, at::Tensor>& bases, bool read_only = true) {
+  if (read_only && t.defined() && t.is_cpu() && t.dim() == 0 && !t.unsafeGetTensorImpl()->is_wrapped_number()) {
+    // A 0-dim CPU tensor read by the op is a scalar operand in any position
+    // (as on CUDA), but a meta kernel meeting one before the first device
+    // tensor (`c * x`) makes it the common device and fails copying meta to
+    // cpu. A 0-dim meta tensor promotes types the same way. (Wrapped Python
+    // numbers stay: they never come first, and Python meta kernels turn them
+    // back into numbers, which PyTorch allows for CPU ones only. A CPU out=
+    // or self of an in-place op stays too, so the meta kernel refuses it.)
     return at::empty({}, t.options().device(at::kMeta));
   }
   if (!t.defined() || !t.is_privateuseone()) return t;
@@ -236,9 +237,11 @@ MetaResult run_meta(const c10::OperatorHandle& op, const std::vector<c10::IValue
   MetaResult r;
   std::unordered_map<const void*, at::Tensor> bases;
   torch::jit::Stack stack;
-  for (const auto& v : args) {
+  const auto& sargs = op.schema().arguments();
+  for (size_t i = 0; i < args.size(); ++i) {
+    const auto& v = args[i];
     if (v.isTensor()) {
-      stack.emplace_back(to_meta(v.toTensor(), bases));
+      stack.emplace_back(to_meta(v.toTensor(), bases, i >= sargs.size() || !is_write(sargs[i])));
     } else if (v.isTensorList()) {
       std::vector<at::Tensor> ts;
       for (const auto& t : v.toTensorVector()) ts.push_back(to_meta(t, bases));
