@@ -63,13 +63,15 @@ class ExportedStableHLO:
     def call(self, *arrays):
         """Runs the module under plain jax on jax's default device."""
         import jax
+        import jax.extend.backend
+        import numpy as np
         from jax._src.lib import xla_client as xc
 
         backend = jax.extend.backend.get_backend()
         device = backend.local_devices()[0]
         if self._exe is None:
             options = xc.CompileOptions()
-            options.device_assignment = xc.DeviceAssignment.create([[device.id]])
+            options.device_assignment = xc.DeviceAssignment.create(np.array([[device.id]], "int32"))
             self._exe = backend.compile_and_load(self.text.encode(), xc.DeviceList((device,)), options)
         if len(arrays) != len(self.input_shapes):
             raise TypeError(f"exported module takes {len(self.input_shapes)} arrays, got {len(arrays)}")
@@ -91,6 +93,20 @@ def _check_static(ep: torch.export.ExportedProgram) -> None:
                     f"torch_tpu.export: input '{spec.arg.name}' has a dynamic dimension {d} ({sym}"
                     + (f", range [{rng.lower}, {rng.upper}]" if rng is not None else "")
                     + "); StableHLO export needs static shapes: export with static shapes, one module per size")
+
+
+def _run_graph(ep: torch.export.ExportedProgram, flat: list) -> list:
+    """The graph's user outputs, contiguous. Every other value it computed
+    (a non-contiguous output's original, buffer mutations) is dropped on
+    return: the capture accepts only results that are outputs."""
+    with torch.no_grad():
+        outs = torch.fx.Interpreter(ep.graph_module).run(*flat)
+    outs = list(outs) if isinstance(outs, (tuple, list)) else [outs]
+    user = [o for o, s in zip(outs, ep.graph_signature.output_specs) if s.kind == OutputKind.USER_OUTPUT]
+    for o in user:
+        if not isinstance(o, torch.Tensor):
+            raise TypeError(f"torch_tpu.export: an output is a {type(o).__name__}; only tensors are exported")
+    return [o.contiguous() for o in user]
 
 
 def export(ep: torch.export.ExportedProgram) -> ExportedStableHLO:
@@ -133,14 +149,7 @@ def export(ep: torch.export.ExportedProgram) -> ExportedStableHLO:
     modes.eager_mode("fused")
     _C._export_capture_begin(flat, device)
     try:
-        with torch.no_grad():
-            outs = torch.fx.Interpreter(ep.graph_module).run(*flat)
-        outs = list(outs) if isinstance(outs, (tuple, list)) else [outs]
-        user = [o for o, s in zip(outs, sig.output_specs) if s.kind == OutputKind.USER_OUTPUT]
-        for o in user:
-            if not isinstance(o, torch.Tensor):
-                raise TypeError(f"torch_tpu.export: an output is a {type(o).__name__}; only tensors are exported")
-        tensors = [o.contiguous() for o in user]
+        tensors = _run_graph(ep, flat)
     except BaseException:
         _C._export_capture_abort()
         modes.eager_mode(prev)
