@@ -61,6 +61,7 @@ dynamo_backend.install()  # torch.compile(..., backend="tpu")
 
 from .jax_op import jax_op  # noqa: E402
 from .stablehlo_export import export  # noqa: E402
+from .roofline import estimate  # noqa: E402
 
 __all__ = ["tpu", "eager_mode", "get_eager_mode", "mark_step", "fusion_stats", "compile_stats", "mark_dynamic",
-           "recompile_log", "jax_op", "export"]
+           "recompile_log", "jax_op", "export", "estimate"]
