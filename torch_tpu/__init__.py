@@ -62,6 +62,7 @@ dynamo_backend.install()  # torch.compile(..., backend="tpu")
 from .jax_op import jax_op  # noqa: E402
 from .stablehlo_export import export  # noqa: E402
 from .roofline import estimate  # noqa: E402
+from . import profiler  # noqa: E402  (torch_tpu.profiler.trace)
 
 __all__ = ["tpu", "eager_mode", "get_eager_mode", "mark_step", "fusion_stats", "compile_stats", "mark_dynamic",
-           "recompile_log", "jax_op", "export", "estimate"]
+           "recompile_log", "jax_op", "export", "estimate", "profiler"]
