@@ -75,3 +75,17 @@ def test_xla_trace_is_written(tmp_path):
         (x @ w).cpu()
     files = glob.glob(os.path.join(str(tmp_path), "plugins", "profile", "*", "*.xplane.pb"))
     assert files and os.path.getsize(files[0]) > 0
+
+
+def test_legacy_fallback_route_reports_tpu_time():
+    # PyTorch's PrivateUse1 fallback (no kineto plugin) asks our profiler
+    # stubs (csrc/device/profiler_stubs.cpp) for events around each op.
+    x, w = _inputs()
+    with torch_tpu.eager_mode("strict"):
+        (x @ w).cpu()
+        with torch.autograd.profiler.profile(use_device="tpu", use_kineto=False) as prof:
+            (x @ w).cpu()
+    table = prof.key_averages().table()
+    assert "TPU total" in table
+    mm = next(e for e in prof.key_averages() if e.key == "tpu: aten::mm.out")
+    assert mm.device_time_total > 0

@@ -177,8 +177,11 @@ class JaxOp:
         """jax's StableHLO text of the flat function for these inputs."""
         jax = _jax()
         try:
-            # keep_unused: the program takes every tensor, used or not.
-            return jax.jit(self.flat(spec), keep_unused=True).lower(*self._avals(avals)).as_text()
+            # keep_unused: the program takes every tensor, used or not. Lowered
+            # for the platform our runtime runs on (TORCH_TPU_PLATFORM may
+            # differ from jax's default backend).
+            traced = jax.jit(self.flat(spec), keep_unused=True).trace(*self._avals(avals))
+            return traced.lower(lowering_platforms=(_C._platform()[0],)).as_text()
         except Exception as e:
             raise self._failed("lowering the jax function", avals, spec, e) from e
 

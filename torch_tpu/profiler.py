@@ -11,6 +11,10 @@ waits for its program's outputs, so its length is the program's device time
 (execution stays asynchronous when no profiler is on; the check costs one
 thread-local read per program).
 
+PyTorch's fallback route for a device without a kineto plugin
+(`torch.autograd.profiler.profile(use_device="tpu", use_kineto=False)`)
+also fills per-op "TPU" time columns from csrc/device/profiler_stubs.cpp.
+
 `trace(logdir)` also records XLA's own trace (jax's profiler: the XLA
 client's executions, compiles and transfers) for XProf / TensorBoard
 (`tensorboard --logdir logdir`, or `xprof logdir`).
