@@ -98,6 +98,18 @@ def test_second_derivative_through_vjp_of_vjp():
     assert_close(gg, 6 * x.detach())
 
 
+def test_integer_outputs_do_not_block_the_backward():
+    top = torch_tpu.jax_op("test_max_argmax", lambda x: (jnp.max(x, axis=-1), jnp.argmax(x, axis=-1)))
+    x = torch.randn(3, 5, requires_grad=True)
+    xt = x.detach().to("tpu").requires_grad_()
+    vals, idx = top(xt)
+    assert idx.dtype == torch.int64
+    vals.sum().backward()
+    x.max(-1).values.sum().backward()
+    assert_close(idx, x.argmax(-1))
+    assert_close(xt.grad, x.grad)
+
+
 def test_given_backward_is_used():
     # A straight-through estimator: the forward rounds, the backward passes
     # the cotangent through (not the true, zero, derivative).

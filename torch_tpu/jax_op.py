@@ -242,6 +242,11 @@ class JaxOp:
                 return fwd(*full)
 
             _, pullback = jax.vjp(of_diff, *[prims[i] for i in diff])
+            # Integer outputs (an argmax) take float0 cotangents in jax;
+            # torch hands zeros of their dtype.
+            import numpy as np
+
+            cts = tuple(c if _jax_differentiable(c.dtype) else np.zeros(c.shape, jax.dtypes.float0) for c in cts)
             return tuple(pullback(cts))
 
         return flat
