@@ -1,10 +1,11 @@
 """A Pallas kernel as a torch op inside a small transformer on tpu.
 
-`rms_norm` below is a row-blocked Pallas RMSNorm kernel (interpret mode on
-XLA:CPU, compiled by Mosaic unchanged on a real TPU) with its backward
-written in jax.numpy, registered with `torch_tpu.jax_op`. The transformer
-uses it for every normalisation; the same model with PyTorch's own RMSNorm
-math is the reference. Run:
+`rms_norm` below is a row-blocked Pallas RMSNorm kernel and `attention` a
+causal softmax attention blocked over queries (interpret mode on XLA:CPU,
+compiled by Mosaic unchanged on a real TPU), each with its backward written
+in jax.numpy, registered with `torch_tpu.jax_op`. The transformer uses them
+for every normalisation and attention; the same model with PyTorch's own
+RMSNorm math and scaled_dot_product_attention is the reference. Run:
 
     python examples/pallas_transformer.py
 
@@ -70,6 +71,63 @@ def _rms_norm_backward(x, w, eps, g):
 rms_norm = torch_tpu.jax_op("pallas_rms_norm", _pallas_rms_norm, backward=_rms_norm_backward)
 
 
+def _reference_attention(q, k, v):
+    """Causal softmax attention in jax.numpy, [B, H, T, D]."""
+    import jax
+    import jax.numpy as jnp
+
+    t = q.shape[2]
+    s = jnp.einsum("bhqd,bhkd->bhqk", q, k) / math.sqrt(q.shape[-1])
+    s = jnp.where(jnp.tril(jnp.ones((t, t), bool)), s, -jnp.inf)
+    return jnp.einsum("bhqk,bhkd->bhqd", jax.nn.softmax(s, axis=-1), v)
+
+
+def _pallas_attention(q, k, v):
+    """Causal attention blocked over queries: one kernel instance per
+    (batch*head, block of 8 queries) against all keys."""
+    import jax
+    import jax.numpy as jnp
+    from jax.experimental import pallas as pl
+
+    b, h, t, d = q.shape
+    bq = 8 if t % 8 == 0 else t
+    scale = 1.0 / math.sqrt(d)
+    q3, k3, v3 = (z.reshape(b * h, t, d) for z in (q, k, v))
+
+    def kernel(q_ref, k_ref, v_ref, o_ref):
+        qb = q_ref[0].astype(jnp.float32)
+        s = jnp.dot(qb, k_ref[0].astype(jnp.float32).T) * scale
+        rows = pl.program_id(1) * bq + jax.lax.broadcasted_iota(jnp.int32, s.shape, 0)
+        cols = jax.lax.broadcasted_iota(jnp.int32, s.shape, 1)
+        s = jnp.where(cols <= rows, s, -jnp.inf)
+        p = jnp.exp(s - jnp.max(s, axis=-1, keepdims=True))
+        p = p / jnp.sum(p, axis=-1, keepdims=True)
+        o_ref[0] = jnp.dot(p, v_ref[0].astype(jnp.float32)).astype(o_ref.dtype)
+
+    out = pl.pallas_call(
+        kernel,
+        out_shape=jax.ShapeDtypeStruct(q3.shape, q3.dtype),
+        grid=(b * h, t // bq),
+        in_specs=[pl.BlockSpec((1, bq, d), lambda i, j: (i, j, 0)),
+                  pl.BlockSpec((1, t, d), lambda i, j: (i, 0, 0)),
+                  pl.BlockSpec((1, t, d), lambda i, j: (i, 0, 0))],
+        out_specs=pl.BlockSpec((1, bq, d), lambda i, j: (i, j, 0)),
+        interpret=jax.default_backend() != "tpu",
+    )(q3, k3, v3)
+    return out.reshape(b, h, t, d)
+
+
+def _attention_backward(q, k, v, g):
+    # Pallas kernels have no reverse-mode rule: the backward is jax.vjp of
+    # the same math in jax.numpy.
+    import jax
+
+    return jax.vjp(_reference_attention, q, k, v)[1](g)
+
+
+attention = torch_tpu.jax_op("pallas_causal_attention", _pallas_attention, backward=_attention_backward)
+
+
 def torch_rms_norm(x, w, eps):
     return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
 
@@ -90,6 +148,7 @@ class Block(nn.Module):
     def __init__(self, d, heads, use_pallas):
         super().__init__()
         self.heads = heads
+        self.use_pallas = use_pallas
         self.n1 = RMSNorm(d, use_pallas)
         self.qkv = nn.Linear(d, 3 * d)
         self.proj = nn.Linear(d, d)
@@ -101,7 +160,10 @@ class Block(nn.Module):
         b, t, d = x.shape
         q, k, v = self.qkv(self.n1(x)).split(d, dim=-1)
         q, k, v = (z.reshape(b, t, self.heads, d // self.heads).transpose(1, 2) for z in (q, k, v))
-        a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        if self.use_pallas:
+            a = attention(q.contiguous(), k.contiguous(), v.contiguous())
+        else:
+            a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         x = x + self.proj(a.transpose(1, 2).reshape(b, t, d))
         return x + self.down(F.gelu(self.up(self.n2(x))))
 

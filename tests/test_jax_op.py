@@ -148,6 +148,20 @@ def test_pallas_rms_norm_forward_and_backward():
     assert_close(wt.grad, w.grad, atol=1e-5, rtol=1e-5)
 
 
+def test_pallas_attention_forward_and_backward():
+    torch.manual_seed(2)
+    q, k, v = (torch.randn(2, 2, 16, 8, requires_grad=True) for _ in range(3))
+    qt, kt, vt = (z.detach().to("tpu").requires_grad_() for z in (q, k, v))
+    out = example.attention(qt, kt, vt)
+    ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+    assert_close(out, ref, atol=1e-5, rtol=1e-5)
+    g = torch.randn_like(ref)
+    out.backward(g.to("tpu"))
+    ref.backward(g)
+    for a, b in ((qt, q), (kt, k), (vt, v)):
+        assert_close(a.grad, b.grad, atol=1e-5, rtol=1e-5)
+
+
 def _model_grads(model, run, device, idx, tgt):
     loss = example.loss_fn(run, idx.to(device), tgt.to(device))
     loss.backward()
