@@ -220,8 +220,8 @@ def main():
         m, ref = make_models()
         tpu = train(m, "tpu", data, 5, compile=compiled)
         cpu = train(ref, "cpu", data, 5)
-        print(("compiled" if compiled else "eager   "), "tpu (Pallas RMSNorm):", [f"{v:.5f}" for v in tpu])
-        print("         cpu (PyTorch RMSNorm):", [f"{v:.5f}" for v in cpu])
+        print(("compiled" if compiled else "eager   "), "tpu (Pallas kernels):", [f"{v:.5f}" for v in tpu])
+        print("         cpu (PyTorch ops):    ", [f"{v:.5f}" for v in cpu])
 
 
 if __name__ == "__main__":
