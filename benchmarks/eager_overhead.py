@@ -4,11 +4,19 @@ the same XLA platform) and against PyTorch on CPU, all in one run.
 
 Each figure is the mean time per call over a loop of calls followed by one
 synchronisation, i.e. the throughput of back-to-back dispatch.
-Usage: python benchmarks/eager_overhead.py [--iters N]
+Usage: python benchmarks/eager_overhead.py [--iters N] [--baseline TREE]
+
+--baseline TREE also times the tpu cases with another checkout's torch_tpu
+(e.g. one built before a change) in a fresh process, interleaved with this
+one's, to show what a change to the per-op path costs. The profiler ranges
+(csrc/runtime/profiling.h) were checked this way: with no profiler on they
+cost one thread-local check per program.
 """
 
 import argparse
 import json
+import os
+import statistics
 import subprocess
 import sys
 import time
@@ -93,9 +101,45 @@ def time_torch(device, iters):
     return out
 
 
+TPU_SCRIPT = r"""
+import json, sys
+sys.path.insert(0, sys.argv[2])
+import torch, torch_tpu
+assert torch_tpu.__file__.startswith(sys.argv[3]), torch_tpu.__file__
+from eager_overhead import time_torch
+print(json.dumps(time_torch("tpu", int(sys.argv[1]))))
+"""
+
+
+def tpu_in_tree(tree, iters):
+    """The tpu cases timed in a fresh process importing torch_tpu from `tree`."""
+    env = dict(os.environ, PYTHONPATH=os.path.abspath(tree))
+    here = os.path.dirname(os.path.abspath(__file__))
+    run = subprocess.run([sys.executable, "-c", TPU_SCRIPT, str(iters), here, os.path.abspath(tree)],
+                         capture_output=True, text=True, env=env, cwd=os.path.abspath(tree))
+    if run.returncode != 0:
+        sys.exit(f"timing {tree} failed:\n{run.stderr}")
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
+def compare_baseline(baseline, iters, rounds=3):
+    this_tree = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    mine, base = [], []
+    for _ in range(rounds):  # interleaved: the machine's load drifts
+        mine.append(tpu_in_tree(this_tree, iters))
+        base.append(tpu_in_tree(baseline, iters))
+    print(f"\nthis tree against {baseline} (median of {rounds} interleaved fresh processes)")
+    print(f"{'case':<12}{'this us':>10}{'baseline us':>13}{'ratio':>8}")
+    for name in CASES:
+        a = statistics.median(r[name] for r in mine)
+        b = statistics.median(r[name] for r in base)
+        print(f"{name:<12}{a * 1e6:>10.1f}{b * 1e6:>13.1f}{a / b:>8.2f}")
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--iters", type=int, default=2000)
+    p.add_argument("--baseline", help="another checkout whose torch_tpu to time the tpu cases against")
     args = p.parse_args()
 
     jax_run = subprocess.run([sys.executable, "-c", JAX_SCRIPT, str(args.iters)], capture_output=True, text=True)
@@ -115,6 +159,8 @@ def main():
     per_op = jax_t["chain_10_per_op"]
     print(f"\nchain_10 against ten separately jitted jax ops ({per_op * 1e6:.1f} us): "
           f"tpu/jax = {tpu_t['chain_10'] / per_op:.2f}")
+    if args.baseline:
+        compare_baseline(args.baseline, args.iters)
 
 
 if __name__ == "__main__":

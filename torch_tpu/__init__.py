@@ -59,5 +59,10 @@ from .compile_log import recompile_log  # noqa: E402
 
 dynamo_backend.install()  # torch.compile(..., backend="tpu")
 
+from .jax_op import jax_op  # noqa: E402
+from .stablehlo_export import export  # noqa: E402
+from .roofline import estimate  # noqa: E402
+from . import profiler  # noqa: E402  (torch_tpu.profiler.trace)
+
 __all__ = ["tpu", "eager_mode", "get_eager_mode", "mark_step", "fusion_stats", "compile_stats", "mark_dynamic",
-           "recompile_log"]
+           "recompile_log", "jax_op", "export", "estimate", "profiler"]

@@ -23,12 +23,13 @@ __all__ = [
     "get_amp_supported_dtype", "amp", "precision", "get_precision", "Precision",
     "Stream", "Event", "current_stream", "default_stream", "set_stream", "stream", "StreamContext",
     "eager_mode", "get_eager_mode", "set_eager_mode", "EagerMode", "mark_step",
-    "compile_cache_stats", "clear_compile_cache",
+    "compile_cache_stats", "clear_compile_cache", "pallas",
 ]
 
 from .amp import get_amp_supported_dtype  # noqa: E402
 from . import amp  # noqa: E402
 from . import modes as _modes  # noqa: E402
+from . import pallas  # noqa: E402  (torch.tpu.pallas.jax_op)
 from .modes import EagerMode, get_eager_mode, mark_step, set_eager_mode  # noqa: E402
 from .streams import (  # noqa: E402
     Event, Stream, StreamContext, current_stream, default_stream, set_stream, stream,

@@ -64,10 +64,10 @@ void note_rng_key(const runtime::BufferRef& buf, const at::Generator& gen) {
 }
 }  // namespace capture
 
-void capture_begin(const std::vector<at::Tensor>& inputs, int device) {
+void capture_begin(const std::vector<at::Tensor>& inputs, int device, bool keep_text) {
   runtime::RuntimeLock lock;
   TORCH_CHECK(g_capture == nullptr && !runtime::capture_active(), "torch_tpu: a graph capture is already running");
-  runtime::capture_begin(device);  // runs pending eager work: every input buffer is real from here on
+  runtime::capture_begin(device, keep_text);  // runs pending eager work: every input buffer is real from here on
   auto st = std::make_unique<CaptureState>();
   st->device = device;
   st->inputs.resize(inputs.size());
@@ -164,6 +164,8 @@ std::shared_ptr<GraphReplay> capture_end(const std::vector<at::Tensor>& outputs,
   r->exe = ct.exe;
   r->exe_args = ct.exe_args;
   r->exe_outputs = ct.exe_outputs;
+  r->text = ct.text;
+  for (const auto& b : ct.results) r->result_types.push_back(b->type());
 
   // Parameters: whose buffer each one is. Two storages with one buffer
   // would be one parameter that a later call may need to split.

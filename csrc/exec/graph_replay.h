@@ -64,11 +64,16 @@ class GraphReplay {
   std::vector<Output> outputs;
   std::vector<Write> writes;
   int64_t new_bytes = 0;          // bytes of the new storages (memory check)
+  // With capture_begin(..., keep_text): the fused program's text (no
+  // aliases; @main takes `params` in order and returns the results that
+  // Storage::result and Write::result index) and those results' types.
+  std::string text;
+  std::vector<hlo::TensorType> result_types;
 };
 
 // Starts watching a graph call on `device`; `inputs` as for GraphReplay::run.
-// Runs pending eager work first.
-void capture_begin(const std::vector<at::Tensor>& inputs, int device);
+// Runs pending eager work first. `keep_text`: fill GraphReplay::text.
+void capture_begin(const std::vector<at::Tensor>& inputs, int device, bool keep_text = false);
 // `outputs`: the call's tpu tensor outputs. Returns the replay, or null and
 // the reason in `why`.
 std::shared_ptr<GraphReplay> capture_end(const std::vector<at::Tensor>& outputs, std::string* why);

@@ -1,8 +1,30 @@
 #include "hlo/builder.h"
 
+#include <mutex>
 #include <stdexcept>
+#include <unordered_map>
+
+#include "hlo/embed.h"
 
 namespace torch_tpu::hlo {
+
+namespace {
+// Functions embedded into a builder's module (hlo/embed.h), by builder:
+// kept beside the class so that its layout stays as it is.
+struct Embedded {
+  std::string callee, text;
+};
+std::mutex g_embedded_mu;
+std::unordered_map<const Builder*, std::vector<Embedded>>& embedded() {
+  static auto* m = new std::unordered_map<const Builder*, std::vector<Embedded>>();
+  return *m;
+}
+}  // namespace
+
+void add_function_text(Builder& b, std::string callee, std::string text) {
+  std::lock_guard<std::mutex> g(g_embedded_mu);
+  embedded()[&b].push_back(Embedded{std::move(callee), std::move(text)});
+}
 
 const TensorType& Value::type() const { return b_->type_of(id_); }
 
@@ -148,7 +170,21 @@ std::string Builder::module_text(const std::vector<Value>& results) const {
   s += ") -> (" + type_list(results) + ") {\n";
   s += body_;
   s += "    \"func.return\"(" + operand_list(results) + ") : (" + type_list(results) + ") -> ()\n";
-  s += "  }\n}\n";
+  s += "  }\n";
+  // Embedded functions follow @main (the fused runtime keeps everything
+  // from @main to the module's end). The entry is consumed; one whose
+  // callee the body does not name was left by an earlier builder at this
+  // address that never printed (its prefixes are unique), and is dropped.
+  {
+    std::lock_guard<std::mutex> g(g_embedded_mu);
+    auto it = embedded().find(this);
+    if (it != embedded().end()) {
+      for (const auto& e : it->second)
+        if (body_.find("@" + e.callee) != std::string::npos) s += e.text;
+      embedded().erase(it);
+    }
+  }
+  s += "}\n";
   return s;
 }
 

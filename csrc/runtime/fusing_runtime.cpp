@@ -36,6 +36,7 @@
 #include "runtime/donation.h"
 #include "runtime/lru_cache.h"
 #include "runtime/modes.h"
+#include "runtime/profiling.h"
 #include "runtime/recompile_log.h"
 
 namespace torch_tpu::runtime {
@@ -187,6 +188,7 @@ struct Capture {
   int device = 0;
   std::thread::id thread;
   bool have = false;       // `got` holds the trace
+  bool keep_text = false;  // fill got.text even without aliases (export)
   std::string broken;      // first reason it cannot be replayed
   CapturedTrace got;
   void refuse(const std::string& why) {
@@ -229,7 +231,10 @@ class ModeRuntime final : public Runtime {
       std::vector<BufferRef> real;
       real.reserve(args.size());
       for (const auto& a : args) real.push_back(resolve(a));
+      ProgramRange range;  // torch.profiler (profiling.h)
+      if (range.active()) range.start(prog.what());
       auto outs = inner_.execute(*prog.inner(), real);
+      range.finish(outs);
       if (mode == EagerMode::kDebug) {
         for (const auto& o : outs) xla_buffer_wait(*o, prog.what().c_str());
       } else {
@@ -344,11 +349,12 @@ class ModeRuntime final : public Runtime {
     return lazy->real;
   }
 
-  void capture_begin(int device) {
+  void capture_begin(int device, bool keep_text) {
     TORCH_CHECK(!capture_, "torch_tpu: internal error: nested graph capture");
     flush_all();
     capture_ = std::make_unique<Capture>();
     capture_->device = device;
+    capture_->keep_text = keep_text;
     capture_->thread = std::this_thread::get_id();
   }
 
@@ -403,7 +409,10 @@ class ModeRuntime final : public Runtime {
 
   std::vector<BufferRef> execute_now(const Executable& exe, const std::vector<BufferRef>& args) {
     RuntimeLock lock;
+    ProgramRange range;  // torch.profiler (profiling.h)
+    if (range.active()) range.start("replayed graph");
     auto outs = inner_.execute(exe, args);
+    range.finish(outs);
     if (eager_mode() == EagerMode::kDebug) {
       for (const auto& o : outs) xla_buffer_wait(*o, "a replayed graph");
     } else {
@@ -463,12 +472,16 @@ class ModeRuntime final : public Runtime {
         capture_->have = true;
         keep = &capture_->got;
         keep->params = t.params;
+        if (capture_->keep_text) keep->text = module_text(t, live);
       }
     }
     if (live.empty()) {  // nothing observable: the trace need not run
       ++g_stats.skipped;
       return;
     }
+    if (recording_programs()) note_program(describe(t), module_text(t, live));  // torch_tpu.estimate
+    ProgramRange range;  // torch.profiler (profiling.h)
+    if (range.active()) range.start(t.ops.size() == 1 ? t.ops[0].prog->what() : describe(t));
     std::vector<BufferRef> outs;
     try {
       if (t.ops.size() == 1) {
@@ -533,6 +546,7 @@ class ModeRuntime final : public Runtime {
     }
     TORCH_CHECK(outs.size() == live.size(), "torch_tpu: internal error: fused program returned ", outs.size(),
                 " values for ", live.size(), " live results");
+    range.finish(outs);
     track(t.device, outs);
     if (keep) keep->results.assign(live.begin(), live.end());
     for (size_t i = 0; i < live.size(); ++i) {
@@ -756,10 +770,10 @@ void invalidate_buffer_for_test(const BufferRef& buf) {
   xla_buffer_delete(*g_modes->resolve(buf));
 }
 
-void capture_begin(int device) {
+void capture_begin(int device, bool keep_text) {
   (void)get();  // the decorator exists once the runtime has started
   RuntimeLock lock;
-  g_modes->capture_begin(device);
+  g_modes->capture_begin(device, keep_text);
 }
 
 CapturedTrace capture_end() {

@@ -62,11 +62,12 @@ struct CapturedTrace {
   std::vector<int> exe_outputs;     // the executable's output index of each result
   Aliases aliases;                  // (exe argument, exe output) pairs the exe donates (donation.h)
   std::vector<int> donors;          // params that are recycled buffers given only to hold a result
-  std::string text;                 // the program without aliases, when it has some
+  std::string text;                 // the program without aliases, when it has some or keep_text was asked
 };
 // Runs every pending trace (outer eager work must not join the graph), then
 // watches `device` from this thread. Lock held by the callers (GIL).
-void capture_begin(int device);
+// `keep_text`: CapturedTrace::text is always filled (torch_tpu.export).
+void capture_begin(int device, bool keep_text = false);
 // Flushes and stops watching.
 CapturedTrace capture_end();
 // Stops watching (the graph raised).
