@@ -231,8 +231,11 @@ TPU_LOWERING(rad2deg) {
   return {hlo::mul(x, hlo::full_like(x, 180 / kPi))};
 }
 
+// A complex value is infinite where either part is.
 TPU_LOWERING(isinf) {
   Value x = ctx.tensor("self");
+  if (hlo::is_complex(x.element()))
+    return {or_(cmpc(un("abs", hlo::real(x)), kInf, "EQ"), cmpc(un("abs", hlo::imag(x)), kInf, "EQ"))};
   if (!hlo::is_float(x.element())) return {falses(ctx.b(), x)};
   return {cmpc(un("abs", x), kInf, "EQ")};
 }
@@ -270,9 +273,11 @@ TPU_LOWERING(isin) {
   return {invert ? not_(found) : found};
 }
 
-// angle of a real number: pi for negatives, 0 otherwise, NaN kept.
+// angle of a real number: pi for negatives, 0 otherwise, NaN kept; of a
+// complex one, atan2(imag, real).
 TPU_LOWERING(angle) {
   Value x = ctx.operand("self", opmath(float_type(ctx.dtype_of("self"))));
+  if (hlo::is_complex(x.element())) return {hlo::binary("atan2", hlo::imag(x), hlo::real(x))};
   Value r = hlo::select(cmpc(x, 0, "LT"), hlo::full_like(x, kPi), hlo::full_like(x, 0));
   return {hlo::select(is_nan(x), x, r)};
 }

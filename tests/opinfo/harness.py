@@ -27,6 +27,7 @@ DTYPES = {
     "bfloat16": torch.bfloat16,
     "int64": torch.int64,
     "bool": torch.bool,
+    "complex64": torch.complex64,
 }
 
 # (atol, rtol). float32 as PyTorch's test_compare_cpu; bf16 allows a couple
