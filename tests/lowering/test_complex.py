@@ -167,7 +167,7 @@ def test_rotary_embedding(dtype):
                   @ torch.view_as_complex(b.reshape(3, 2, 2))).abs().pow(2).sum(),
     lambda a, b: torch.view_as_real(torch.view_as_complex(a.reshape(4, 3, 2)).exp()).sum(),
     lambda a, b: torch.fft.rfft(a.reshape(-1)).abs().sum(),
-    lambda a, b: (torch.polar(a.abs() + 0.1, b.reshape(-1)[:24].reshape(4, 6)) * 1j).real.sum(),
+    lambda a, b: (torch.polar(a[:3, :4].abs() + 0.1, b) * (1 - 2j)).real.sum(),
 ])
 def test_real_loss_gradients(loss):
     g = torch.Generator().manual_seed(3)
@@ -184,3 +184,49 @@ def test_real_loss_gradients(loss):
             continue
         assert t.grad.device.type == "tpu"
         assert_close(t.grad, c.grad, atol=1e-4, rtol=1e-4)
+
+
+def _sorted_eigvals(w):
+    w = w.cpu().to(torch.complex128)
+    key = w.real * 1e3 + w.imag  # well-separated test spectra: sort by value
+    return torch.gather(w, -1, torch.argsort(key, dim=-1))
+
+
+@pytest.mark.parametrize("dtype,shape", [
+    (F32, (5, 5)), (C64, (6, 6)), (torch.float64, (2, 4, 4)), (C128, (3, 3)), (F32, (1, 1)),
+])
+def test_eig(dtype, shape):
+    """linalg.eig of general matrices: A V = V diag(w), unit eigenvectors,
+    and the same spectrum as CPU (eigenvector phases and eigenvalue order
+    are not defined, so those are not compared)."""
+    g = torch.Generator().manual_seed(5)
+    if dtype.is_complex:
+        A = torch.randn(*shape, dtype=dtype, generator=g)
+    else:
+        A = torch.randn(*shape, dtype=dtype, generator=g)
+    w_c, _ = torch.linalg.eig(A)
+    w_t, V_t = torch.linalg.eig(A.to("tpu"))
+    assert w_t.device.type == "tpu" and w_t.dtype == w_c.dtype and V_t.dtype == w_c.dtype
+    assert V_t.shape == A.shape
+    tol = 1e-4 if dtype in (F32, C64) else 1e-9
+    Ac = A.to(w_c.dtype)
+    w, V = w_t.cpu(), V_t.cpu()
+    assert_close(Ac @ V, V * w.unsqueeze(-2), atol=tol * 10, rtol=tol * 10)
+    assert_close(torch.linalg.vector_norm(V, dim=-2), torch.ones(w.shape, dtype=w.real.dtype), atol=tol, rtol=tol)
+    assert_close(_sorted_eigvals(w), _sorted_eigvals(w_c), atol=tol * 10, rtol=tol * 10)
+    ev = torch.linalg.eigvals(A.to("tpu"))
+    assert_close(_sorted_eigvals(ev), _sorted_eigvals(w_c), atol=tol * 10, rtol=tol * 10)
+
+
+def test_eig_known_spectrum():
+    """A rotation-like real matrix with complex eigenvalues, and a matrix
+    built from a known spectrum (repeated eigenvalue included)."""
+    rot = torch.tensor([[0.0, -2.0], [2.0, 0.0]])
+    w, V = torch.linalg.eig(rot.to("tpu"))
+    assert_close(_sorted_eigvals(w), torch.tensor([-2j, 2j], dtype=torch.complex128), atol=1e-5, rtol=1e-5)
+    g = torch.Generator().manual_seed(1)
+    S = torch.randn(4, 4, dtype=torch.float64, generator=g)
+    lam = torch.tensor([3.0, -1.0, 0.5, 3.0], dtype=torch.float64)
+    A = S @ torch.diag(lam) @ torch.linalg.inv(S)
+    w = torch.linalg.eigvals(A.to("tpu"))
+    assert_close(_sorted_eigvals(w), _sorted_eigvals(lam.to(torch.complex128)), atol=1e-6, rtol=1e-6)
