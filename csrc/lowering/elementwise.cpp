@@ -133,9 +133,11 @@ TPU_LOWERING(pow) {
   return {hlo::select(lt0(e), neg_pow, p)};
 }
 
+// float_power computes in double, complex double for complex arguments.
 TPU_LOWERING(float_power) {
   auto dims = out_dims(ctx, {"self", "exponent"});
-  Value a = in(ctx, "self", at::kDouble, dims), e = in(ctx, "exponent", at::kDouble, dims);
+  auto ct = at::isComplexType(ctx.result_type({"self", "exponent"})) ? at::kComplexDouble : at::kDouble;
+  Value a = in(ctx, "self", ct, dims), e = in(ctx, "exponent", ct, dims);
   return {hlo::binary("power", a, e)};
 }
 

@@ -55,6 +55,15 @@ def test_binary(op):
     check(op, a, torch.randn(4, 6), **TOL)  # real tensor promotes to complex
 
 
+def test_more_binary():
+    a, b = cmake((4, 6), seed=1), cmake((4, 6), seed=2)
+    check(torch.logaddexp, a, b, **TOL)
+    out = check(torch.float_power, a, 2, **TOL)
+    assert out.dtype == C128
+    check(lambda t: torch.renorm(t, 2, 0, 1.0), a, **TOL)
+    check(torch.lerp, a, b, cmake((4, 6), seed=3) * 0.3, **TOL)
+
+
 def test_parts_and_views():
     z = cmake((3, 4))
     check(lambda t: t.real * 2, z)
