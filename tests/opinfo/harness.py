@@ -36,6 +36,7 @@ DTYPES = {
 TOLERANCE = {
     torch.float64: (1e-5, 1e-5),
     torch.float32: (1e-3, 1e-3),
+    torch.complex128: (1e-5, 1e-5),
     torch.complex64: (1e-3, 1e-3),
     torch.float16: (1e-2, 1e-2),
     torch.bfloat16: (2e-2, 2e-2),
