@@ -236,7 +236,8 @@ def write_report(results, dtypes, path, wall, args, merged=None):
         "",
         (f"torch {__import__('torch').__version__}, {len(results)} entries; the "
          f"{', '.join(merged)} column(s) from a separate run of {wall / 60:.1f} min with {args.jobs} "
-         "worker processes, merged into the earlier report" if merged else
+         "worker processes, merged into the earlier report (the sample limit below is that run's)"
+         if merged else
          f"torch {__import__('torch').__version__}, {len(results)} entries, "
          f"run in {wall / 60:.1f} min with {args.jobs} worker processes")
         + (f"; at most the first {args.max_samples} samples of each entry per check."
