@@ -1,7 +1,8 @@
 """CI slice of the OpInfo suite (tools/opinfo_report.py runs all of it):
 a fixed list of op_db entries across every op family, the first few sample
 inputs of each, float32 / bfloat16 / int64 forward against CPU, float32
-gradients and the entry's error inputs."""
+gradients and the entry's error inputs; and a few entries forward in
+complex64."""
 
 import pytest
 import torch
@@ -68,3 +69,21 @@ def test_entry(name):
         if result[check]["status"] == "fail":
             failures[check] = result[check]["detail"]
     assert not failures, failures
+
+
+# complex64 forward (the report's complex64 column): elementwise, parts,
+# reductions, matmul and FFT entries.
+COMPLEX_ENTRIES = [
+    "add", "mul", "div.no_rounding_mode", "pow", "abs", "angle", "exp", "log", "sqrt", "tanh",
+    "asin", "sgn", "reciprocal", "conj_physical", "real", "imag", "view_as_real", "isnan",
+    "sum", "mean", "prod", "var", "linalg.vector_norm", "cumsum",
+    "matmul", "bmm", "vdot", "fft.fft", "fft.ifft2", "fft.irfft",
+]
+
+
+@pytest.mark.parametrize("name", COMPLEX_ENTRIES)
+def test_entry_complex64(name):
+    assert name in _TABLE, f"{name} is not an op_db entry in this PyTorch"
+    result = harness.run_entry(_TABLE[name], dtypes=("complex64",), grads=False, errors=False,
+                               max_samples=MAX_SAMPLES)
+    assert result["forward"]["complex64"]["status"] == "pass", result["forward"]["complex64"]

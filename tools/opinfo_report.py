@@ -4,6 +4,9 @@ docs/opinfo.md (the coverage report).
     python tools/opinfo_report.py                 # everything -> docs/opinfo.md
     python tools/opinfo_report.py --ops add,sort  # some entries, printed only
     python tools/opinfo_report.py --ops add --dtypes float32 --no-grads
+    python tools/opinfo_report.py --dtypes complex64 --no-grads --no-errors --merge
+                                                  # one dtype's column, merged into
+                                                  # the existing docs/opinfo.md
 
 Entries run in worker processes (so a crash or hang costs one entry, not the
 run); each worker runs tests/opinfo/harness.py on the entries it is sent.
@@ -189,7 +192,31 @@ def native_op_count():
     return len(native), len(rules)
 
 
-def write_report(results, dtypes, path, wall, args):
+def merge_results(path, results, dtypes):
+    """The earlier report's results at `path` (its .json) with this run's
+    forward columns for `dtypes` put in (a crashed entry fails those columns
+    only); returns (results, all dtypes in column order)."""
+    with open(os.path.splitext(path)[0] + ".json") as f:
+        old = json.load(f)["results"]
+    by_name = {r["name"]: r for r in old}
+    old_dtypes = []
+    for r in old:
+        for d in r.get("forward", {}):
+            if d not in old_dtypes:
+                old_dtypes.append(d)
+    for new in results:
+        base = by_name.setdefault(new["name"], failed_entry(new["name"], "not in the earlier run"))
+        if "crash" in new:
+            fwd = {d: {"status": "fail", "samples": 0, "detail": "CRASH: " + new["crash"]} for d in dtypes}
+        else:
+            fwd = new["forward"]
+        base.setdefault("forward", {}).update(fwd)
+        for k in ("compiles", "compile_seconds"):
+            base[k] = base.get(k, 0) + new.get(k, 0)
+    return [by_name[n] for n in sorted(by_name)], old_dtypes + [d for d in dtypes if d not in old_dtypes]
+
+
+def write_report(results, dtypes, path, wall, args, merged=None):
     tot = summarize(results, dtypes)
     n_native, n_rules = native_op_count()
     compile_s = sum(r["compile_seconds"] for r in results)
@@ -203,12 +230,16 @@ def write_report(results, dtypes, path, wall, args):
         "dtype). Gradients: float32, differentiable entries, same upstream gradient.",
         "Errors: each `error_inputs` case must behave as on CPU: raise PyTorch's declared",
         "exception type where CPU raises, nothing where CPU accepts the case.",
-        f"Tolerances: float32 atol=rtol=1e-3 (as PyTorch's test_compare_cpu), bfloat16",
-        "atol=rtol=2e-2, integers and bool exact. Random or uninitialised outputs",
+        f"Tolerances: float32 and complex64 atol=rtol=1e-3 (as PyTorch's test_compare_cpu),",
+        "bfloat16 atol=rtol=2e-2, integers and bool exact. Random or uninitialised outputs",
         "(dropout, normal, empty, ...) are compared on shape and dtype only.",
         "",
-        f"torch {__import__('torch').__version__}, {len(results)} entries, "
-        f"run in {wall / 60:.1f} min with {args.jobs} worker processes"
+        (f"torch {__import__('torch').__version__}, {len(results)} entries; the "
+         f"{', '.join(merged)} column(s) from a separate run of {wall / 60:.1f} min with {args.jobs} "
+         "worker processes, merged into the earlier report (the sample limit below is that run's)"
+         if merged else
+         f"torch {__import__('torch').__version__}, {len(results)} entries, "
+         f"run in {wall / 60:.1f} min with {args.jobs} worker processes")
         + (f"; at most the first {args.max_samples} samples of each entry per check."
            if args.max_samples else "; every sample."),
         "",
@@ -250,12 +281,15 @@ def write_report(results, dtypes, path, wall, args):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ops", help="comma-separated entry names (op.name or op.name.variant)")
-    ap.add_argument("--dtypes", default="float32,bfloat16,int64,bool")
+    ap.add_argument("--dtypes", default="float32,bfloat16,int64,bool,complex64")
     ap.add_argument("--no-grads", action="store_true")
     ap.add_argument("--no-errors", action="store_true")
     ap.add_argument("--max-samples", type=int, default=None)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--out", default=None, help="report path (default docs/opinfo.md for a full run)")
+    ap.add_argument("--merge", action="store_true",
+                    help="put this run's forward columns into the existing report (docs/opinfo.json) "
+                         "instead of replacing it")
     ap.add_argument("--verbose", action="store_true", help="show the workers' stderr")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -304,7 +338,12 @@ def main():
     if bar is not None:
         bar.close()
     wall = time.time() - t0
-    if out:
+    if out and args.merge:
+        merged, all_dtypes = merge_results(out, results, dtypes)
+        write_report(merged, all_dtypes, out, wall, args, merged=dtypes)
+        tot = summarize(results, dtypes)
+        print(f"merged {', '.join(dtypes)} into {out} ({wall / 60:.1f} min)")
+    elif out:
         tot = write_report(results, dtypes, out, wall, args)
         print(f"wrote {out} in {wall / 60:.1f} min")
     else:

@@ -25,6 +25,10 @@ void append_tensor_layout(std::string& k, const at::Tensor& t, SeenStorages& sto
     if (sb.buffer) buffer_dtype = static_cast<int>(sb.dtype);
   }
   append_int(k, buffer_dtype);
+  // Lazy conjugate / negative views are read as what they stand for
+  // (LowerCtx::read_tensor), so they need programs of their own.
+  if (t.is_conj()) k += 'c';
+  if (t.is_neg()) k += 'n';
   const void* impl = t.storage().unsafeGetStorageImpl();
   size_t pos = std::find(storages.begin(), storages.end(), impl) - storages.begin();
   if (pos == storages.size()) storages.push_back(impl);

@@ -28,6 +28,18 @@ void add_function_text(Builder& b, std::string callee, std::string text) {
 
 const TensorType& Value::type() const { return b_->type_of(id_); }
 
+namespace {
+
+// "add" -> "stablehlo.add"; a name that names its dialect ("chlo.asin": the
+// complex inverse trigonometric functions, which XLA decomposes itself)
+// stays as given.
+std::string qualified(std::string_view op) {
+  if (op.find('.') != std::string_view::npos) return std::string(op);
+  return "stablehlo." + std::string(op);
+}
+
+}  // namespace
+
 int Builder::new_value(TensorType t, std::string name) {
   types_.push_back(std::move(t));
   names_.push_back(std::move(name));
@@ -73,8 +85,8 @@ std::vector<Value> Builder::emit_multi(std::string_view op, const std::vector<Va
   std::string line(indent_, ' ');
   line += ssa;
   if (results.size() > 1) line += ":" + std::to_string(results.size());
-  line += " = \"stablehlo.";
-  line += op;
+  line += " = \"";
+  line += qualified(op);
   line += "\"(" + operand_list(operands) + ")";
   if (body) line += " (" + region_text(region_args, body) + ")";
   if (!attrs.empty()) {
@@ -138,8 +150,8 @@ std::vector<Value> Builder::emit_regions(std::string_view op, const std::vector<
   std::string line(indent_, ' ');
   line += ssa;
   if (results.size() > 1) line += ":" + std::to_string(results.size());
-  line += " = \"stablehlo.";
-  line += op;
+  line += " = \"";
+  line += qualified(op);
   line += "\"(" + operand_list(operands) + ") (";
   for (size_t i = 0; i < regions.size(); ++i) {
     if (i) line += ", ";

@@ -1,5 +1,7 @@
 #include "hlo/ops.h"
 
+#include "hlo/complex_ops.h"
+
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
 
@@ -220,7 +222,33 @@ Value dynamic_slice(Value x, const std::vector<Value>& starts, const Dims& sizes
   return x.builder().emit("dynamic_slice", ops, TensorType{x.element(), sizes}, "slice_sizes = " + dims_attr(sizes));
 }
 
-Value unary(const char* op, Value x) { return x.builder().emit(op, {x}, x.type()); }
+Value unary(const char* op, Value x) {
+  // abs of a complex value is its real modulus.
+  if (is_complex(x.element()) && std::strcmp(op, "abs") == 0)
+    return x.builder().emit(op, {x}, with_element(x.type(), complex_component(x.element())));
+  return x.builder().emit(op, {x}, x.type());
+}
+
+Value real(Value z) {
+  if (!is_complex(z.element())) return z;
+  return z.builder().emit("real", {z}, with_element(z.type(), complex_component(z.element())));
+}
+
+Value imag(Value z) {
+  if (!is_complex(z.element())) return zeros_like(z);
+  return z.builder().emit("imag", {z}, with_element(z.type(), complex_component(z.element())));
+}
+
+Value make_complex(Value re, Value im) {
+  require(re.type() == im.type() && is_float(re.element()), "complex parts differ in type or are not f32/f64");
+  ElementType ce = re.element() == ElementType::kF64 ? ElementType::kC128 : ElementType::kC64;
+  return re.builder().emit("complex", {re, im}, with_element(re.type(), ce));
+}
+
+Value conj(Value z) {
+  if (!is_complex(z.element())) return z;
+  return make_complex(real(z), neg(imag(z)));
+}
 
 Value binary(const char* op, Value a, Value b) {
   require(a.type() == b.type(), "binary op operands differ in type");

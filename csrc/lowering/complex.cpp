@@ -1,20 +1,9 @@
 // Complex construction and conjugation (StableHLO has complex/real/imag but
 // no conjugate).
+#include "hlo/complex_ops.h"
 #include "lowering/registry.h"
 
 namespace torch_tpu::lowering {
-
-namespace {
-
-Value make_complex(Value re, Value im, ElementType ce) {
-  return re.builder().emit("complex", {re, im}, hlo::TensorType{ce, re.dims()});
-}
-
-Value part(const char* which, Value z) {
-  return z.builder().emit(which, {z}, hlo::TensorType{hlo::complex_component(z.element()), z.dims()});
-}
-
-}  // namespace
 
 // complex(real, imag): float parts (broadcast) -> complex of matching width.
 TPU_LOWERING(complex) {
@@ -31,7 +20,7 @@ TPU_LOWERING(complex) {
   auto dims = *ctx.out_sizes();
   Value re = hlo::broadcast_to(hlo::convert(ctx.tensor("real"), fe), dims);
   Value im = hlo::broadcast_to(hlo::convert(ctx.tensor("imag"), fe), dims);
-  return {make_complex(re, im, ce)};
+  return {hlo::make_complex(re, im)};
 }
 
 // polar(abs, angle) = abs * (cos(angle) + i sin(angle)).
@@ -43,14 +32,10 @@ TPU_LOWERING(polar) {
   auto dims = *ctx.out_sizes();
   Value r = hlo::broadcast_to(hlo::convert(ctx.tensor("abs"), fe), dims);
   Value a = hlo::broadcast_to(hlo::convert(ctx.tensor("angle"), fe), dims);
-  return {make_complex(hlo::mul(r, hlo::unary("cosine", a)), hlo::mul(r, hlo::unary("sine", a)), ce)};
+  return {hlo::make_complex(hlo::mul(r, hlo::unary("cosine", a)), hlo::mul(r, hlo::unary("sine", a)))};
 }
 
 // conj_physical: a materialised conjugate (identity for real tensors).
-TPU_LOWERING(conj_physical) {
-  Value z = ctx.tensor("self");
-  if (!hlo::is_complex(z.element())) return {z};
-  return {make_complex(part("real", z), hlo::neg(part("imag", z)), z.element())};
-}
+TPU_LOWERING(conj_physical) { return {hlo::conj(ctx.tensor("self"))}; }
 
 }  // namespace torch_tpu::lowering

@@ -1,5 +1,7 @@
 #include "lowering/context.h"
 
+#include "hlo/complex_ops.h"
+
 #include <ATen/native/TypeProperties.h>
 #include <c10/util/Exception.h>
 
@@ -163,6 +165,12 @@ Value LowerCtx::read_tensor(int arg, int item) {
   } else {
     v = read_view(storage_param(arg, item), ViewLayout{t.sizes(), t.strides(), t.storage_offset()});
   }
+  // Lazy conjugate / negative views (x.conj(), x.mH, x.conj().imag) hold
+  // the raw values; ops that PyTorch's Conjugate/Negative fallbacks pass
+  // through untouched (mm, bmm, addmm, baddbmm, dot, vdot, ...) see them here,
+  // so every rule reads the values the tensor stands for.
+  if (t.is_conj()) v = hlo::conj(v);
+  if (t.is_neg()) v = hlo::neg(v);
   reads_.push_back({{arg, item}, v});
   return v;
 }

@@ -124,7 +124,7 @@ TPU_LOWERING(pow) {
   auto ct = arith_type(t);
   Value a = in(ctx, "self", ct, dims), e = in(ctx, "exponent", ct, dims);
   Value p = hlo::binary("power", a, e);
-  if (hlo::is_float(p.element())) return {p};
+  if (is_inexact(p.element())) return {p};
   // Integers to negative powers: 1 -> 1, -1 -> +-1, others -> 0 (PyTorch's powi).
   Value one = hlo::full_like(a, 1), minus_one = hlo::full_like(a, -1), zero = hlo::full_like(a, 0);
   Value odd = ne0(hlo::binary("remainder", e, hlo::full_like(e, 2)));
@@ -133,9 +133,11 @@ TPU_LOWERING(pow) {
   return {hlo::select(lt0(e), neg_pow, p)};
 }
 
+// float_power computes in double, complex double for complex arguments.
 TPU_LOWERING(float_power) {
   auto dims = out_dims(ctx, {"self", "exponent"});
-  Value a = in(ctx, "self", at::kDouble, dims), e = in(ctx, "exponent", at::kDouble, dims);
+  auto ct = at::isComplexType(ctx.result_type({"self", "exponent"})) ? at::kComplexDouble : at::kDouble;
+  Value a = in(ctx, "self", ct, dims), e = in(ctx, "exponent", ct, dims);
   return {hlo::binary("power", a, e)};
 }
 
@@ -234,7 +236,8 @@ TPU_LOWERING(lerp) {
   Value diff = hlo::sub(e, s);
   Value lo = hlo::add(s, hlo::mul(w, diff));
   Value hi = hlo::sub(e, hlo::mul(diff, hlo::sub(hlo::full_like(w, 1), w)));
-  return {hlo::select(hlo::compare(hlo::unary("abs", w), hlo::full_like(w, 0.5), "LT"), lo, hi)};
+  Value aw = hlo::unary("abs", w);  // real for a complex weight
+  return {hlo::select(hlo::compare(aw, hlo::full_like(aw, 0.5), "LT"), lo, hi)};
 }
 
 TPU_LOWERING(neg) {

@@ -9,6 +9,7 @@
 #include <initializer_list>
 #include <string_view>
 
+#include "hlo/complex_ops.h"
 #include "lowering/registry.h"
 
 namespace torch_tpu::lowering::ew {
@@ -16,12 +17,17 @@ namespace torch_tpu::lowering::ew {
 // The type PyTorch computes in: reduced-precision floats go through float32
 // (PyTorch's "opmath" type), so e.g. bf16 addcmul rounds once like CPU does.
 inline at::ScalarType opmath(at::ScalarType t) {
+  if (t == at::kComplexHalf) return at::kComplexFloat;
   return (t == at::kBFloat16 || t == at::kHalf) ? at::kFloat : t;
 }
 inline at::ScalarType default_float() { return c10::typeMetaToScalarType(c10::get_default_dtype()); }
 // Integer/bool inputs of float functions (exp, sqrt, true division) give the
-// default float dtype.
-inline at::ScalarType float_type(at::ScalarType t) { return at::isFloatingType(t) ? t : default_float(); }
+// default float dtype; float and complex inputs keep theirs.
+inline at::ScalarType float_type(at::ScalarType t) {
+  return at::isFloatingType(t) || at::isComplexType(t) ? t : default_float();
+}
+// Float or complex element type: the ones NaN and inf apply to.
+inline bool is_inexact(ElementType e) { return hlo::is_float(e) || hlo::is_complex(e); }
 
 inline ElementType et(at::ScalarType t) { return element_type(t); }
 
@@ -41,11 +47,12 @@ inline Dims out_dims(LowerCtx& ctx, std::initializer_list<std::string_view> name
 // Bool tensors become floats through int32: XLA:CPU miscompiles
 // divide(convert(pred), broadcast(convert(pred))) (0/0 gives 0, not NaN).
 inline Value in(LowerCtx& ctx, std::string_view name, at::ScalarType dtype, Dims dims) {
-  if (ctx.is_tensor(name) && ctx.dtype_of(name) == at::kBool && at::isFloatingType(dtype))
+  if (ctx.is_tensor(name) && ctx.dtype_of(name) == at::kBool && (at::isFloatingType(dtype) || at::isComplexType(dtype)))
     return hlo::broadcast_to(hlo::convert(ctx.operand(name, at::kInt), element_type(dtype)), dims);
   return hlo::broadcast_to(ctx.operand(name, dtype), dims);
 }
 
+// NaN test; a complex value is NaN where either part is.
 inline Value is_nan(Value x) { return hlo::compare(x, x, "NE"); }
 inline Value or_(Value a, Value b) { return hlo::binary("or", a, b); }
 inline Value and_(Value a, Value b) { return hlo::binary("and", a, b); }

@@ -6,6 +6,7 @@
 // products accumulate in the integer type (int64 GEMM works on CPU too).
 // torch.matmul and nn.functional.linear are composite: they reach these
 // rules through mm/bmm/addmm/mv/dot and views.
+#include "hlo/complex_ops.h"
 #include "lowering/precision.h"
 #include "lowering/registry.h"
 
@@ -100,10 +101,14 @@ TPU_LOWERING(dot) {
   hlo::DotDims dd{{}, {}, {0}, {0}};
   return {product(ctx, "self", "tensor", dd, out_type(ctx, {"self", "tensor"}))};
 }
-// Real inputs only (complex is not supported on tpu): vdot == dot.
+// vdot(self, other) = sum(conj(self) * other): dot of the conjugate (the same
+// as dot for real inputs).
 TPU_LOWERING(vdot) {
   hlo::DotDims dd{{}, {}, {0}, {0}};
-  return {product(ctx, "self", "other", dd, out_type(ctx, {"self", "other"}))};
+  Value a = ctx.tensor("self"), b = ctx.tensor("other");
+  TORCH_CHECK(a.element() == b.element(), "vdot: expected both vectors to have same dtype, but found ",
+              ctx.dtype_of("self"), " and ", ctx.dtype_of("other"));
+  return {matmul_dot(hlo::conj(a), b, dd, acc_type(out_type(ctx, {"self", "other"})))};
 }
 
 }  // namespace torch_tpu::lowering

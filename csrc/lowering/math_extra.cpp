@@ -119,6 +119,12 @@ TPU_LOWERING(logaddexp) {
   auto dims = out_dims(ctx, {"self", "other"});
   auto ct = opmath(float_type(ctx.result_type({"self", "other"})));
   Value a = in(ctx, "self", ct, dims), b = in(ctx, "other", ct, dims);
+  if (hlo::is_complex(a.element())) {
+    // CPU's complex form: the larger real part is m, log1p(exp(other - m)).
+    Value a_big = hlo::compare(hlo::real(a), hlo::real(b), "GE");
+    Value m = hlo::select(a_big, a, b), lo = hlo::select(a_big, b, a);
+    return {hlo::add(m, un("log_plus_one", un("exponential", hlo::sub(lo, m))))};
+  }
   Value m = hlo::max(a, b);
   Value r = hlo::add(m, un("log_plus_one", un("exponential", hlo::neg(un("abs", hlo::sub(a, b))))));
   Value inf_eq = and_(cmpc(un("abs", a), kInf, "EQ"), hlo::compare(a, b, "EQ"));
@@ -231,8 +237,11 @@ TPU_LOWERING(rad2deg) {
   return {hlo::mul(x, hlo::full_like(x, 180 / kPi))};
 }
 
+// A complex value is infinite where either part is.
 TPU_LOWERING(isinf) {
   Value x = ctx.tensor("self");
+  if (hlo::is_complex(x.element()))
+    return {or_(cmpc(un("abs", hlo::real(x)), kInf, "EQ"), cmpc(un("abs", hlo::imag(x)), kInf, "EQ"))};
   if (!hlo::is_float(x.element())) return {falses(ctx.b(), x)};
   return {cmpc(un("abs", x), kInf, "EQ")};
 }
@@ -270,9 +279,11 @@ TPU_LOWERING(isin) {
   return {invert ? not_(found) : found};
 }
 
-// angle of a real number: pi for negatives, 0 otherwise, NaN kept.
+// angle of a real number: pi for negatives, 0 otherwise, NaN kept; of a
+// complex one, atan2(imag, real).
 TPU_LOWERING(angle) {
   Value x = ctx.operand("self", opmath(float_type(ctx.dtype_of("self"))));
+  if (hlo::is_complex(x.element())) return {hlo::binary("atan2", hlo::imag(x), hlo::real(x))};
   Value r = hlo::select(cmpc(x, 0, "LT"), hlo::full_like(x, kPi), hlo::full_like(x, 0));
   return {hlo::select(is_nan(x), x, r)};
 }
@@ -353,13 +364,14 @@ TPU_LOWERING(renorm) {
   Dims rdims;
   for (int64_t i = 0; i < r; ++i)
     if (i != d) rdims.push_back(i);
-  Value norm = pnorm(x, ctx.operand("p", ct), rdims);  // 1-D (or rank 0 for 0-dim self)
-  Value maxnorm = hlo::broadcast_in_dim(ctx.operand("maxnorm", ct), norm.dims(), {});
+  auto rt = c10::toRealValueType(ct);  // norms of complex rows are real
+  Value norm = pnorm(x, ctx.operand("p", rt), rdims);  // 1-D (or rank 0 for 0-dim self)
+  Value maxnorm = hlo::broadcast_in_dim(ctx.operand("maxnorm", rt), norm.dims(), {});
   Value factor = hlo::select(hlo::compare(norm, maxnorm, "GT"),
                              hlo::div(maxnorm, hlo::add(norm, hlo::full_like(norm, 1e-7))), hlo::full_like(norm, 1));
   if (ct != t) factor = hlo::convert(hlo::convert(factor, element_type(t)), element_type(ct));
   Dims keep = r == 0 ? Dims{} : Dims{d};
-  return {hlo::mul(x, hlo::broadcast_in_dim(factor, x.dims(), keep))};
+  return {hlo::mul(x, hlo::broadcast_in_dim(hlo::convert(factor, x.element()), x.dims(), keep))};
 }
 
 // native_norm(self, p) and native_norm(self, p?, dim, keepdim, dtype): the

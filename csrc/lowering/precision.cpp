@@ -25,7 +25,7 @@ hlo::Value round_bf16(hlo::Value x) {
 hlo::Value matmul_dot(hlo::Value a, hlo::Value b, const hlo::DotDims& dd, hlo::ElementType acc) {
   using hlo::ElementType;
   if (acc != ElementType::kF32 || a.element() != ElementType::kF32 || b.element() != ElementType::kF32) {
-    bool wide = acc == ElementType::kF32 || acc == ElementType::kF64;
+    bool wide = acc == ElementType::kF32 || acc == ElementType::kF64 || hlo::is_complex(acc);
     return hlo::dot_general(a, b, dd, acc, wide ? "HIGHEST" : "DEFAULT");
   }
   MatmulPrecision p = matmul_precision();

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <limits>
 
+#include "hlo/complex_ops.h"
 #include "lowering/registry.h"
 
 namespace torch_tpu::lowering {
@@ -19,7 +20,18 @@ using hlo::ReduceKind;
 // The type arithmetic runs in for results of dtype `t`.
 ElementType acc_type(at::ScalarType t) {
   if (t == at::kBFloat16 || t == at::kHalf) return ElementType::kF32;
+  if (t == at::kComplexHalf) return ElementType::kC64;
   return element_type(t);
+}
+
+bool float_or_complex(at::ScalarType t) { return at::isFloatingType(t) || at::isComplexType(t); }
+
+// |x| in real type `e` (the dtype of a norm or variance of x): a complex x
+// takes its modulus in its own precision first (converting a complex value
+// to a real type would keep only its real part).
+Value abs_as(Value x, ElementType e) {
+  if (hlo::is_complex(x.element())) return hlo::convert(hlo::unary("abs", x), e);
+  return hlo::unary("abs", hlo::convert(x, e));
 }
 
 at::ScalarType out_or(LowerCtx& ctx, int i, at::ScalarType fallback) {
@@ -174,14 +186,15 @@ TPU_LOWERING(nansum) {
   auto out = out_or(ctx, 0, ctx.dtype_of("self"));
   Dims dims = reduce_dims(ctx, "dim", x.rank());
   Value xa = hlo::convert(x, acc_type(out));
-  if (hlo::is_float(xa.element())) xa = hlo::select(is_nan(xa), hlo::zeros_like(xa), xa);
+  if (hlo::is_float(xa.element()) || hlo::is_complex(xa.element()))
+    xa = hlo::select(is_nan(xa), hlo::zeros_like(xa), xa);
   return {finish(hlo::reduce(xa, dims, ReduceKind::kSum), x.dims(), dims, keepdim(ctx))};
 }
 
 TPU_LOWERING(mean) {
   Value x = ctx.tensor("self");
   auto out = out_or(ctx, 0, ctx.dtype_of("self"));
-  TORCH_CHECK(at::isFloatingType(out), ctx.op_name(), ": mean(): could not infer output dtype. Input dtype must be "
+  TORCH_CHECK(float_or_complex(out), ctx.op_name(), ": mean(): could not infer output dtype. Input dtype must be "
               "either a floating point or complex dtype. Got: ", out);
   Dims dims = reduce_dims(ctx, "dim", x.rank());
   Value xa = hlo::convert(x, acc_type(out));
@@ -287,16 +300,20 @@ TPU_LOWERING_ALIAS(_aminmax, aminmax);
 
 namespace {
 
-// (var, mean) in the accumulation type, reduced dims dropped.
+// (var, mean) in the accumulation type, reduced dims dropped. The variance
+// of a complex x is real (the mean of |x - mean|^2); its mean stays complex.
 std::pair<Value, Value> var_and_mean(LowerCtx& ctx, Value x, const Dims& dims, at::ScalarType out) {
   ElementType acc = acc_type(out);
-  Value xa = hlo::convert(x, acc);
+  Value xa = hlo::convert(x, hlo::is_complex(x.element()) ? acc_type(scalar_type(x.element())) : acc);
   Builder& b = ctx.b();
   double n = static_cast<double>(count(x.dims(), dims));
   Value sum = hlo::reduce(xa, dims, ReduceKind::kSum);
   Value mean = hlo::div(sum, hlo::full_like(sum, n));
   Value d = hlo::sub(xa, expand_back(mean, x.dims(), dims));
-  Value ss = hlo::reduce(hlo::mul(d, d), dims, ReduceKind::kSum);
+  Value sq = hlo::is_complex(d.element())
+                 ? hlo::add(hlo::mul(hlo::real(d), hlo::real(d)), hlo::mul(hlo::imag(d), hlo::imag(d)))
+                 : hlo::mul(d, d);
+  Value ss = hlo::reduce(hlo::convert(sq, acc), dims, ReduceKind::kSum);
   Value corr = ctx.is_none("correction") ? scalar(b, acc, 1.0)
                                           : ctx.operand("correction", scalar_type(acc));
   Value denom = hlo::max(hlo::sub(scalar(b, acc, n), corr), scalar(b, acc, 0.0));
@@ -307,7 +324,7 @@ std::pair<Value, Value> var_and_mean(LowerCtx& ctx, Value x, const Dims& dims, a
 std::vector<Value> var_std(LowerCtx& ctx, bool take_sqrt, bool with_mean) {
   Value x = ctx.tensor("self");
   auto out = out_or(ctx, 0, ctx.dtype_of("self"));
-  TORCH_CHECK(at::isFloatingType(out), ctx.op_name(), ": std and var only support floating point and complex dtypes");
+  TORCH_CHECK(float_or_complex(out), ctx.op_name(), ": std and var only support floating point and complex dtypes");
   Dims dims = reduce_dims(ctx, "dim", x.rank());
   bool keep = keepdim(ctx);
   auto [var, mean] = var_and_mean(ctx, x, dims, out);
@@ -372,12 +389,12 @@ namespace {
 Value vector_norm(LowerCtx& ctx, const char* p_name) {
   Value x = ctx.tensor("self");
   auto out = out_or(ctx, 0, ctx.dtype_of("self"));
-  TORCH_CHECK(at::isFloatingType(out), ctx.op_name(), ": Expected a floating point or complex tensor as input. Got ",
+  TORCH_CHECK(float_or_complex(out), ctx.op_name(), ": Expected a floating point or complex tensor as input. Got ",
               out);
   Dims dims = reduce_dims(ctx, "dim", x.rank());
   ElementType e = acc_type(out);
   Builder& b = ctx.b();
-  Value a = hlo::unary("abs", hlo::convert(x, e));
+  Value a = abs_as(x, e);
   auto sum = [&](Value v) { return hlo::reduce(v, dims, ReduceKind::kSum); };
   Value l2 = hlo::unary("sqrt", sum(hlo::mul(a, a)));
   Value r;

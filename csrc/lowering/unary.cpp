@@ -96,6 +96,16 @@ Value erfc(Value x_in) {
     return {__VA_ARGS__};          \
   }
 
+// A float function whose real formula below does not hold for complex
+// arguments: complex inputs use CHLO's op (XLA expands it with the branch
+// cuts and accuracy of the C library's complex functions).
+#define TPU_FLOAT_UNARY_C(name, chlo_op, ...)              \
+  TPU_LOWERING(name) {                                     \
+    Value x = float_self(ctx);                             \
+    if (hlo::is_complex(x.element())) return {un(chlo_op, x)}; \
+    return {__VA_ARGS__};                                  \
+  }
+
 TPU_FLOAT_UNARY(exp, un("exponential", x))
 TPU_FLOAT_UNARY(exp2, hlo::binary("power", hlo::full_like(x, 2), x))
 TPU_FLOAT_UNARY(expm1, un("exponential_minus_one", x))
@@ -110,17 +120,18 @@ TPU_FLOAT_UNARY(cos, un("cosine", x))
 TPU_FLOAT_UNARY(tan, un("tan", x))
 TPU_FLOAT_UNARY(tanh, un("tanh", x))
 TPU_FLOAT_UNARY(sigmoid, un("logistic", x))
-TPU_FLOAT_UNARY(atan, hlo::binary("atan2", x, hlo::full_like(x, 1)))
+TPU_FLOAT_UNARY_C(atan, "chlo.atan", hlo::binary("atan2", x, hlo::full_like(x, 1)))
 // asin(x) = 2 atan2(x, 1 + sqrt(1 - x^2))
-TPU_FLOAT_UNARY(asin, hlo::mul(hlo::full_like(x, 2), hlo::binary("atan2", x, hlo::add(hlo::full_like(x, 1), sqrt_1mx2(x)))))
+TPU_FLOAT_UNARY_C(asin, "chlo.asin", hlo::mul(hlo::full_like(x, 2), hlo::binary("atan2", x, hlo::add(hlo::full_like(x, 1), sqrt_1mx2(x)))))
 // acos(x) = 2 atan2(sqrt(1 - x^2), 1 + x), pi at x = -1
-TPU_FLOAT_UNARY(acos, hlo::select(hlo::compare(x, hlo::full_like(x, -1), "EQ"), hlo::full_like(x, kPi),
+TPU_FLOAT_UNARY_C(acos, "chlo.acos", hlo::select(hlo::compare(x, hlo::full_like(x, -1), "EQ"), hlo::full_like(x, kPi),
                                   hlo::mul(hlo::full_like(x, 2), hlo::binary("atan2", sqrt_1mx2(x), hlo::add(hlo::full_like(x, 1), x)))))
 TPU_FLOAT_UNARY(erf, ew::erf(x))
 TPU_FLOAT_UNARY(erfc, ew::erfc(x))
 
 TPU_LOWERING(sinh) {
   Value x = float_self(ctx);
+  if (hlo::is_complex(x.element())) return {un("chlo.sinh", x)};
   Value a = un("abs", x);
   // |x| < 1: (expm1(x) - expm1(-x)) / 2; else sign(x) (e - 1/(4e)) with e = exp(|x| - ln 2).
   Value small = hlo::mul(hlo::full_like(x, 0.5), hlo::sub(un("exponential_minus_one", x), un("exponential_minus_one", hlo::neg(x))));
@@ -132,12 +143,14 @@ TPU_LOWERING(sinh) {
 
 TPU_LOWERING(cosh) {
   Value x = float_self(ctx);
+  if (hlo::is_complex(x.element())) return {un("chlo.cosh", x)};
   Value e = un("exponential", hlo::sub(un("abs", x), hlo::full_like(x, kLn2)));
   return {hlo::add(e, hlo::div(hlo::full_like(e, 0.25), e))};
 }
 
 TPU_LOWERING(asinh) {
   Value x = float_self(ctx);
+  if (hlo::is_complex(x.element())) return {un("chlo.asinh", x)};
   Value a = un("abs", x);
   // log1p(a + a^2 / (1 + sqrt(1 + a^2))), or log(a) + ln 2 where a^2 overflows.
   Value a2 = hlo::mul(a, a);
@@ -149,6 +162,7 @@ TPU_LOWERING(asinh) {
 
 TPU_LOWERING(acosh) {
   Value x = float_self(ctx);
+  if (hlo::is_complex(x.element())) return {un("chlo.acosh", x)};
   // log1p(t + sqrt(t (t + 2))), t = x - 1; log(x) + ln 2 for huge x.
   Value t = hlo::sub(x, hlo::full_like(x, 1));
   Value r = un("log_plus_one", hlo::add(t, un("sqrt", hlo::mul(t, hlo::add(t, hlo::full_like(t, 2))))));
@@ -159,6 +173,7 @@ TPU_LOWERING(acosh) {
 
 TPU_LOWERING(atanh) {
   Value x = float_self(ctx);
+  if (hlo::is_complex(x.element())) return {un("chlo.atanh", x)};
   // 0.5 * log1p(2x / (1 - x))
   Value q = hlo::div(hlo::mul(hlo::full_like(x, 2), x), hlo::sub(hlo::full_like(x, 1), x));
   return {hlo::mul(hlo::full_like(x, 0.5), un("log_plus_one", q))};
@@ -209,7 +224,7 @@ TPU_LOWERING(round) {
 TPU_LOWERING(sign) {
   Value x = ctx.tensor("self");
   if (x.element() == ElementType::kPred) return {x};
-  Value s = un("sign", x);
+  Value s = un("sign", x);  // complex: x / |x|, 0 at 0 (sgn)
   if (hlo::is_float(x.element())) s = hlo::select(is_nan(x), hlo::full_like(x, 0), s);
   return {s};
 }
@@ -229,22 +244,28 @@ TPU_LOWERING(signbit) {
 
 TPU_LOWERING(isnan) {
   Value x = ctx.tensor("self");
-  if (!hlo::is_float(x.element())) return {falses(ctx.b(), x)};
+  if (!is_inexact(x.element())) return {falses(ctx.b(), x)};
   return {is_nan(x)};
 }
 
 // nan_to_num(self, nan=0, posinf=max, neginf=lowest): float? arguments.
+// Complex values: each part on its own, as CPU does.
 TPU_LOWERING(nan_to_num) {
   Value x = ctx.tensor("self");
-  if (!hlo::is_float(x.element())) return {x};
+  if (!is_inexact(x.element())) return {x};
   auto t = ctx.dtype_of("self");
+  if (at::isComplexType(t)) t = c10::toRealValueType(t);
   double nan = ctx.opt_float("nan").value_or(0.0);
   double posinf = ctx.opt_float("posinf").value_or(max_of(t));
   double neginf = ctx.opt_float("neginf").value_or(-max_of(t));
-  Value inf = hlo::full_like(x, std::numeric_limits<double>::infinity());
-  Value r = hlo::select(hlo::compare(x, inf, "EQ"), hlo::full_like(x, posinf), x);
-  r = hlo::select(hlo::compare(x, hlo::neg(inf), "EQ"), hlo::full_like(x, neginf), r);
-  return {hlo::select(is_nan(x), hlo::full_like(x, nan), r)};
+  auto fix = [&](Value v) {
+    Value inf = hlo::full_like(v, std::numeric_limits<double>::infinity());
+    Value r = hlo::select(hlo::compare(v, inf, "EQ"), hlo::full_like(v, posinf), v);
+    r = hlo::select(hlo::compare(v, hlo::neg(inf), "EQ"), hlo::full_like(v, neginf), r);
+    return hlo::select(is_nan(v), hlo::full_like(v, nan), r);
+  };
+  if (hlo::is_complex(x.element())) return {hlo::make_complex(fix(hlo::real(x)), fix(hlo::imag(x)))};
+  return {fix(x)};
 }
 
 TPU_LOWERING(bitwise_not) { return {not_(ctx.tensor("self"))}; }

@@ -27,6 +27,7 @@ DTYPES = {
     "bfloat16": torch.bfloat16,
     "int64": torch.int64,
     "bool": torch.bool,
+    "complex64": torch.complex64,
 }
 
 # (atol, rtol). float32 as PyTorch's test_compare_cpu; bf16 allows a couple
@@ -35,6 +36,7 @@ DTYPES = {
 TOLERANCE = {
     torch.float64: (1e-5, 1e-5),
     torch.float32: (1e-3, 1e-3),
+    torch.complex128: (1e-5, 1e-5),
     torch.complex64: (1e-3, 1e-3),
     torch.float16: (1e-2, 1e-2),
     torch.bfloat16: (2e-2, 2e-2),
