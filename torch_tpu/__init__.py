@@ -25,6 +25,7 @@ if torch._C._get_privateuse1_backend_name() != "tpu":
 
 from . import device_module as tpu  # noqa: E402
 from .modes import eager_mode, fusion_stats, get_eager_mode, mark_step  # noqa: E402
+from .fallback import cpu_fallback, cpu_fallback_enabled, cpu_fallback_stats, reset_cpu_fallback_stats  # noqa: E402
 
 torch._register_device_module("tpu", tpu)
 tpu.amp._set_default_dtype()
@@ -60,4 +61,4 @@ from .compile_log import recompile_log  # noqa: E402
 dynamo_backend.install()  # torch.compile(..., backend="tpu")
 
 __all__ = ["tpu", "eager_mode", "get_eager_mode", "mark_step", "fusion_stats", "compile_stats", "mark_dynamic",
-           "recompile_log"]
+           "recompile_log", "cpu_fallback", "cpu_fallback_enabled", "cpu_fallback_stats", "reset_cpu_fallback_stats"]
