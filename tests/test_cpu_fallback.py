@@ -111,7 +111,8 @@ def test_torch_compile_lets_fallback_ops_through(fallback, fresh_dynamo):
     cf = torch.compile(f, backend="tpu")
     for _ in range(2):
         assert_close(cf(A.to("tpu")), f(A))
-    assert torch_tpu.cpu_fallback_stats()["aten::_linalg_eigvals"] >= 2
+    stats = torch_tpu.cpu_fallback_stats()  # AOTAutograd decomposes eigvals into linalg_eig
+    assert stats.get("aten::linalg_eig", 0) + stats.get("aten::_linalg_eigvals", 0) >= 2, stats
 
 
 def test_torch_compile_without_fallback_raises_at_compile(fresh_dynamo):

@@ -13,6 +13,7 @@ std::string base_name(const LowerCtx& ctx) {
   std::string n = ctx.schema().name();
   n = n.substr(n.find("::") + 2);
   if (n.size() > 1 && n.back() == '_' && n[n.size() - 2] != '_') n.pop_back();  // index_add_ -> index_add
+  if (n == "_index_put_impl") return "index_put";  // x[i] = v and index_put_ reach it
   return n;
 }
 
