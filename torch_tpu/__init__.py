@@ -25,6 +25,7 @@ if torch._C._get_privateuse1_backend_name() != "tpu":
 
 from . import device_module as tpu  # noqa: E402
 from .modes import eager_mode, fusion_stats, get_eager_mode, mark_step  # noqa: E402
+from .fallback import cpu_fallback, cpu_fallback_enabled, cpu_fallback_stats, reset_cpu_fallback_stats  # noqa: E402
 
 torch._register_device_module("tpu", tpu)
 tpu.amp._set_default_dtype()
@@ -65,4 +66,5 @@ from .roofline import estimate  # noqa: E402
 from . import profiler  # noqa: E402  (torch_tpu.profiler.trace)
 
 __all__ = ["tpu", "eager_mode", "get_eager_mode", "mark_step", "fusion_stats", "compile_stats", "mark_dynamic",
-           "recompile_log", "jax_op", "export", "estimate", "profiler"]
+           "recompile_log", "jax_op", "export", "estimate", "profiler",
+           "cpu_fallback", "cpu_fallback_enabled", "cpu_fallback_stats", "reset_cpu_fallback_stats"]

@@ -118,6 +118,8 @@ def check_graph_lowerable(gm: torch.fx.GraphModule) -> None:
     compiler, so Dynamo reports it while compiling, with the graph."""
     from . import _C
 
+    if _C._cpu_fallback_enabled():  # such ops run on the CPU (torch_tpu.cpu_fallback)
+        return
     rules = frozenset(_C._lowered_ops())
     for node in gm.graph.nodes:
         if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload):
@@ -125,5 +127,6 @@ def check_graph_lowerable(gm: torch.fx.GraphModule) -> None:
         if _reaches_missing_lowering(node.target, rules) and _on_tpu(node):
             raise NotImplementedError(
                 f"torch_tpu: {node.target._schema.name} has no tpu lowering (no lowering rule, no decomposition, "
-                f"no tpu kernel); no CPU fallback is taken. Used by graph node '{node.name}' "
+                f"no tpu kernel); no CPU fallback is taken (torch_tpu.cpu_fallback(True) or TORCH_TPU_CPU_FALLBACK=1 "
+                f"runs such ops on the CPU). Used by graph node '{node.name}' "
                 f"({node.target}) from user code:\n{_user_lines(node)}")

@@ -1,5 +1,6 @@
 #include "exec/arg_checks.h"
 
+#include <ATen/Dispatch_v2.h>
 #include <ATen/MemoryOverlap.h>
 #include <c10/util/Exception.h>
 
@@ -81,6 +82,18 @@ void check_values(const c10::FunctionSchema& schema, const std::vector<c10::IVal
       TORCH_CHECK(t - f <= limit, "uniform_ expects to-from <= std::numeric_limits<", at::toString(st),
                   ">::max(), but found to=", t, " and from=", f, " which result in to-from to exceed the limit");
     }
+  } else if (op == "aten::fill_" || op == "aten::fill" || op == "aten::masked_fill" || op == "aten::masked_fill_" ||
+             op == "aten::index_fill" || op == "aten::index_fill_") {
+    // CPU converts the fill value to self's dtype with an overflow check
+    // (Scalar::to<T>: "value cannot be converted to type uint8_t without
+    // overflow"); the value is a runtime operand, so no meta kernel or rule
+    // sees it.
+    const c10::IValue* value = find_arg(schema, args, "value");
+    const at::Tensor* self = first_tensor(args);
+    if (!value || !value->isScalar() || !self) return;
+    c10::Scalar v = value->toScalar();
+    AT_DISPATCH_V2(self->scalar_type(), "fill", AT_WRAP([&] { (void)v.to<scalar_t>(); }), AT_EXPAND(AT_ALL_TYPES),
+                   AT_EXPAND(AT_COMPLEX_TYPES), at::kHalf, at::kBFloat16, at::kBool, AT_EXPAND(AT_BAREBONES_UNSIGNED_TYPES));
   } else if (op == "aten::bernoulli" || op == "aten::bernoulli_") {
     const c10::IValue* p = find_arg(schema, args, "p");
     if (!p || !p->isDouble()) return;  // a tensor p would need a device read

@@ -1,6 +1,7 @@
 // Argument checks that PyTorch's CPU kernels make but the meta kernels the
-// engine relies on do not: out= memory overlap and a few value ranges of the
-// random ops. They run on every call, before the program cache lookup, so a
+// engine relies on do not: out= memory overlap, a few value ranges of the
+// random ops and the overflow check of fill values (fill_, masked_fill,
+// index_fill). They run on every call, before the program cache lookup, so a
 // cached program never skips them.
 #pragma once
 

@@ -9,6 +9,7 @@
 
 #include <atomic>
 
+#include "runtime/deferred_checks.h"
 #include "runtime/runtime.h"
 
 namespace torch_tpu::exec::capture {
@@ -25,5 +26,8 @@ void note_constant(const runtime::BufferRef& buf);
 void note_host_value(const runtime::BufferRef& buf);
 // A random key drawn from `gen`: a replay draws a fresh one.
 void note_rng_key(const runtime::BufferRef& buf, const at::Generator& gen);
+// The flag of a device-side check (deferred_checks.h): a result of the
+// graph that a replay hands to the checks again.
+void note_check(const runtime::BufferRef& flag, const runtime::CheckRef& check);
 
 }  // namespace torch_tpu::exec::capture

@@ -4,6 +4,7 @@
 #include <c10/core/TensorImpl.h>
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <mutex>
 #include <unordered_map>
 #include <utility>
@@ -44,6 +45,7 @@ struct CaptureState {
   std::vector<InputInfo> inputs;
   std::unordered_map<const DeviceBuffer*, BufferRef> constants, host;
   std::unordered_map<const DeviceBuffer*, std::pair<BufferRef, at::Generator>> rng;
+  std::unordered_map<const DeviceBuffer*, std::pair<BufferRef, runtime::CheckRef>> checks;
 };
 CaptureState* g_capture = nullptr;  // touched with the GIL held
 
@@ -61,6 +63,9 @@ void note_host_value(const runtime::BufferRef& buf) {
 }
 void note_rng_key(const runtime::BufferRef& buf, const at::Generator& gen) {
   if (g_capture && buf) g_capture->rng.emplace(buf.get(), std::make_pair(buf, gen));
+}
+void note_check(const runtime::BufferRef& flag, const runtime::CheckRef& check) {
+  if (g_capture && flag) g_capture->checks.emplace(flag.get(), std::make_pair(flag, check));
 }
 }  // namespace capture
 
@@ -261,6 +266,16 @@ std::shared_ptr<GraphReplay> capture_end(const std::vector<at::Tensor>& outputs,
     r->outputs.push_back(GraphReplay::Output{it->second, o.scalar_type(), o.sizes().vec(), o.strides().vec(),
                                              o.storage_offset()});
   }
+  // Check flags (held by the pending checks): a replay hands its new
+  // flags to the checks again.
+  for (const auto& [buf, fc] : st->checks) {
+    auto k = result_of.find(buf);
+    if (k == result_of.end() || used[k->second]) continue;  // read already, or not a result
+    used[k->second] = true;
+    r->checks.push_back(GraphReplay::Check{k->second, fc.second});
+  }
+  std::sort(r->checks.begin(), r->checks.end(),
+            [](const GraphReplay::Check& a, const GraphReplay::Check& b) { return a.result < b.result; });
   // A result nobody above holds is referenced from somewhere the replay
   // would not update.
   for (size_t k = 0; k < used.size(); ++k)
@@ -331,6 +346,7 @@ std::vector<at::Tensor> GraphReplay::run(const std::vector<at::Tensor>& inputs) 
     results.reserve(exe_outputs.size());
     for (int o : exe_outputs) results.push_back(outs[o]);
   }
+  for (const auto& c : checks) runtime::defer_check(device, results[c.result], c.check);
   for (const auto& w : writes) {
     auto& sb = device::storage_buffer(inputs[w.input].storage());
     sb.buffer = results[w.result];

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/deferred_checks.h"
 #include "runtime/runtime.h"
 
 namespace torch_tpu::exec {
@@ -52,6 +53,11 @@ class GraphReplay {
     at::ScalarType buffer_dtype;
   };
 
+  struct Check {                  // a device-side check's flag among the results
+    int result;
+    runtime::CheckRef check;
+  };
+
   int device = 0;
   size_t num_inputs = 0;
   runtime::ExecutableRef exe;     // null: nothing to run
@@ -63,6 +69,7 @@ class GraphReplay {
   std::vector<Storage> storages;
   std::vector<Output> outputs;
   std::vector<Write> writes;
+  std::vector<Check> checks;
   int64_t new_bytes = 0;          // bytes of the new storages (memory check)
   // With capture_begin(..., keep_text): the fused program's text (no
   // aliases; @main takes `params` in order and returns the results that

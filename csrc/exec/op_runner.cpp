@@ -20,6 +20,8 @@
 #include "device/generator.h"
 #include "exec/arg_checks.h"
 #include "exec/capture_notes.h"
+#include "exec/cpu_fallback.h"
+#include "exec/device_checks.h"
 #include "exec/meta_fixups.h"
 #include "exec/tensor_key.h"
 #include "exec/recompile_reason.h"
@@ -174,6 +176,13 @@ struct ReturnPlan {
   bool is_list = false;
 };
 
+// A device-side check of the op (lowering/index_check.h): the program's
+// result `result` is its flag.
+struct CheckOut {
+  int result;
+  runtime::CheckRef check;
+};
+
 struct Program {
   runtime::ExecutableRef exe;
   int device = 0;
@@ -182,6 +191,7 @@ struct Program {
   std::vector<Write> writes;
   std::vector<NewOut> news;
   std::vector<ReturnPlan> returns;
+  std::vector<CheckOut> checks;  // usually none
 };
 
 // Programs by key, the TORCH_TPU_PROGRAM_CACHE_SIZE (default 4096) most
@@ -310,7 +320,8 @@ std::shared_ptr<Program> compile_op(const c10::OperatorHandle& op, std::vector<c
   lowering::Rule rule = lowering::find_rule(name);
   TORCH_CHECK_NOT_IMPLEMENTED(rule != nullptr, "torch_tpu: ", full_name(schema),
                               " has no tpu lowering yet (called with ", describe_tensors(args),
-                              "); no CPU fallback is taken.");
+                              "); no CPU fallback is taken. torch_tpu.cpu_fallback(True) or "
+                              "TORCH_TPU_CPU_FALLBACK=1 runs such ops on the CPU (copying their tensors).");
 
   auto prog = std::make_shared<Program>();
   prog->device = device;
@@ -453,6 +464,11 @@ std::shared_ptr<Program> compile_op(const c10::OperatorHandle& op, std::vector<c
     outputs.push_back(storages[i].second);
   }
   prog->writes = std::move(writes);
+  // Check flags are the last results (one tiny tensor each).
+  for (const auto& c : ctx.checks()) {
+    prog->checks.push_back(CheckOut{static_cast<int>(outputs.size()), make_check(c)});
+    outputs.push_back(c.flag);
+  }
   prog->params = ctx.params();
   prog->exe = runtime::get().compile(b.module_text(outputs), device, full_name(schema));
   return prog;
@@ -575,6 +591,10 @@ void run_program(const Program& prog, std::vector<c10::IValue>& args, torch::jit
     sb.dtype = n.dtype;
     news.push_back(std::move(t));
   }
+  for (const auto& c : prog.checks) {
+    if (capture::active()) capture::note_check(outs[c.result], c.check);  // a replay checks again
+    runtime::defer_check(prog.device, outs[c.result], c.check);  // raises here in Debug Eager
+  }
   for (const auto& ret : prog.returns) {
     if (ret.alias_arg >= 0) {
       stack->push_back(args[ret.alias_arg]);
@@ -677,6 +697,13 @@ void run_lowered_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     prog = *hit;
     for (const auto& [arg, sizes] : prog->resizes) args[arg].toTensor().resize_(sizes);
   } else {
+    // No rule: the opt-in CPU fallback (cpu_fallback.h) takes the op. Only
+    // a miss looks, so lowered ops never pay for it.
+    if (cpu_fallback_enabled() && lowering::find_rule(schema.name().substr(schema.name().find("::") + 2)) == nullptr) {
+      stack->insert(stack->end(), std::make_move_iterator(args.begin()), std::make_move_iterator(args.end()));
+      run_on_cpu(op, stack);
+      return;
+    }
     ++g_stats.misses;
     prog = compile_on_miss(op, args, device, key, KeyOptions{device, static_cast<int>(lowering::matmul_precision()),
                                                              static_scalars, runtime_floats});

@@ -49,6 +49,25 @@ struct OutputMeta {
 // runtime operand; the program key says which (op_runner.cpp).
 bool is_default_scalar(const c10::Argument& a, const c10::IValue& v);
 
+// A check on data the rule computes on the device (lowering/index_check.h,
+// runtime/deferred_checks.h): `flag` is a tensor<2xi64> [failed, value],
+// one more result of the op's program.
+enum class CheckKind {
+  kIndexInSelf,    // IndexError "index out of range in self" (index_select, embedding, index_add)
+  kIndexBounds,    // "index 7 is out of bounds for dimension 0 with size 5" (gather, scatter, x[i])
+  kTakeBounds,     // IndexError "out of range: tried to access index 7 on a tensor of 5 elements." (take, put)
+  kZeroDivision,   // RuntimeError "ZeroDivisionError" (integer division, remainder, fmod)
+  kTargetBounds,   // IndexError "Target 5 is out of bounds." (nll_loss)
+  kBagIndex,       // RuntimeError "... takes value 7 which is not in the valid range [0, 5)" (embedding_bag)
+};
+struct DeviceCheck {
+  Value flag;
+  CheckKind kind = CheckKind::kIndexBounds;
+  std::string op;            // the ATen op without namespace, e.g. "index_select"
+  int64_t dim = 0, size = 0; // the dimension indexed and its size (elements, for take)
+  bool index_error = true;   // Python IndexError (CPU's type for the op), else RuntimeError
+};
+
 class LowerCtx {
  public:
   LowerCtx(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args,
@@ -101,6 +120,10 @@ class LowerCtx {
   // PyTorch's promoted type of the named tensor/Scalar arguments.
   at::ScalarType result_type(std::initializer_list<std::string_view> names) const;
 
+  // ---- device-side checks (index_check.h) -------------------------------------
+  void add_check(DeviceCheck c) { checks_.push_back(std::move(c)); }
+  const std::vector<DeviceCheck>& checks() const { return checks_; }
+
   // ---- used by the execution layer -----------------------------------------
   int index_of(std::string_view name) const;
   // Parameter holding the whole storage of tensor argument (arg, item).
@@ -121,6 +144,7 @@ class LowerCtx {
   std::vector<std::pair<std::pair<int, int>, Value>> reads_;
   std::vector<std::pair<std::pair<std::string, at::ScalarType>, Value>> scalars_;
   Value rng_;
+  std::vector<DeviceCheck> checks_;
 };
 
 }  // namespace torch_tpu::lowering

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "lowering/elementwise_util.h"
+#include "lowering/index_check.h"
 
 namespace torch_tpu::lowering {
 
@@ -54,6 +55,7 @@ std::vector<Value> div_impl(LowerCtx& ctx, const std::string& mode) {
   auto ct = arith_type(t);
   Value a = in(ctx, "self", ct, dims), b = in(ctx, "other", ct, dims);
   if (mode.empty()) return {hlo::div(a, b)};
+  check_nonzero(ctx, b);  // integer division by zero raises, as on CPU (index_check.h)
   if (mode == "trunc") {
     Value q = hlo::div(a, b);  // integer division truncates
     if (!hlo::is_float(q.element())) return {q};
@@ -108,13 +110,17 @@ TPU_LOWERING(floor_divide) { return div_impl(ctx, "floor"); }
 TPU_LOWERING(remainder) {
   auto dims = out_dims(ctx, {"self", "other"});
   auto ct = arith_type(ctx.result_type({"self", "other"}));
-  return {py_remainder(in(ctx, "self", ct, dims), in(ctx, "other", ct, dims))};
+  Value b = in(ctx, "other", ct, dims);
+  check_nonzero(ctx, b);
+  return {py_remainder(in(ctx, "self", ct, dims), b)};
 }
 
 TPU_LOWERING(fmod) {
   auto dims = out_dims(ctx, {"self", "other"});
   auto ct = arith_type(ctx.result_type({"self", "other"}));
-  return {hlo::binary("remainder", in(ctx, "self", ct, dims), in(ctx, "other", ct, dims))};
+  Value b = in(ctx, "other", ct, dims);
+  check_nonzero(ctx, b);
+  return {hlo::binary("remainder", in(ctx, "self", ct, dims), b)};
 }
 
 // pow.Tensor_Tensor(self, exponent), pow.Tensor_Scalar, pow.Scalar(self: Scalar, exponent).

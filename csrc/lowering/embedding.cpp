@@ -2,14 +2,15 @@
 // its dense backward and the per_sample_weights backward.
 //
 // (embedding itself is index_select; embedding_dense_backward lives in
-// nn.cpp.) Indices are not range-checked: out-of-range rows read clamped,
-// and their gradient is dropped, where CPU raises.
+// nn.cpp.) The forward checks its indices on the device (index_check.h);
+// the backward gets the same indices and does not check again.
 #include <c10/util/Exception.h>
 
 #include <cmath>
 #include <limits>
 
 #include "lowering/compute_util.h"
+#include "lowering/index_check.h"
 #include "lowering/registry.h"
 
 namespace torch_tpu::lowering {
@@ -110,6 +111,11 @@ TPU_LOWERING(_embedding_bag) {
     Value zi = hlo::full(b, ElementType::kI64, {std::max<int64_t>(nb, 0), D}, 0);
     return {zero_out, fit_output(ctx, 1, hlo::full(b, ElementType::kI64, {n}, 0)), fit_output(ctx, 2, z),
             fit_output(ctx, 3, mode == kMax ? zi : z)};
+  }
+  {  // CPU raises for an index outside the table (RuntimeError); rows_at would clamp it.
+    Value bad = hlo::binary("or", hlo::compare(idx, hlo::full(b, ElementType::kI64, {n}, 0), "LT"),
+                            hlo::compare(idx, hlo::full(b, ElementType::kI64, {n}, static_cast<double>(w.dim(0))), "GE"));
+    add_check(ctx, bad, idx, CheckKind::kBagIndex, 0, w.dim(0), false);
   }
   Value o2b = offset2bag(hlo::slice(offs, {0}, {nb}), n);
   Dims nd{n, D};

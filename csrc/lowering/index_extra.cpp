@@ -2,9 +2,10 @@
 // scatter_add, scatter_reduce, index_add, index_copy, index_fill,
 // index_reduce, take, put, masked_scatter(_backward), unfold_backward.
 //
-// Indices are not checked against the sizes (that would need a device
-// sync): out-of-range gathers read a clamped element, out-of-range scatter
-// updates are dropped (StableHLO semantics), where PyTorch CPU raises.
+// Indices are checked on the device (index_check.h): an out-of-range one
+// raises at the next synchronisation, as CPU raises at the op (the
+// program itself reads a clamped element or drops the update, StableHLO's
+// semantics).
 #include <ATen/MemoryOverlap.h>
 #include <c10/core/WrapDimMinimal.h>
 #include <c10/util/Exception.h>
@@ -13,6 +14,7 @@
 #include <limits>
 
 #include "lowering/compute_util.h"
+#include "lowering/index_check.h"
 #include "lowering/registry.h"
 
 namespace torch_tpu::lowering {
@@ -29,15 +31,6 @@ void check_writes(LowerCtx& ctx) {
     const auto& v = ctx.arg(a.name());
     if (v.isTensor() && v.toTensor().defined()) at::assert_no_internal_overlap(v.toTensor());
   }
-}
-
-// Index values as i64 with negative ones counted from the end of a
-// dimension of `size`.
-Value wrap_index(Value idx, int64_t size) {
-  Builder& b = idx.builder();
-  idx = hlo::convert(idx, ElementType::kI64);
-  Value neg = hlo::compare(idx, hlo::full(b, ElementType::kI64, idx.dims(), 0), "LT");
-  return hlo::select(neg, hlo::add(idx, hlo::full(b, ElementType::kI64, idx.dims(), static_cast<double>(size))), idx);
 }
 
 // `v` (rank 0) in every element of `dims`.
@@ -91,7 +84,7 @@ using ScatterFn = std::function<Value(Value, Value, const char*)>;
 
 // Scatter along `dim`: element p of the updates (shape of `index`) lands at p
 // with coordinate `dim` replaced by index[p].
-ScatterFn along_dim(Value index, int64_t dim, int64_t self_size) {
+ScatterFn along_dim(LowerCtx& ctx, Value index, int64_t dim, int64_t self_size) {
   Builder& b = index.builder();
   int64_t rank = index.rank();
   Dims shape = index.dims();
@@ -99,7 +92,8 @@ ScatterFn along_dim(Value index, int64_t dim, int64_t self_size) {
   col.push_back(1);
   std::vector<Value> coords;
   for (int64_t d = 0; d < rank; ++d) {
-    Value c = d == dim ? wrap_index(index, self_size) : hlo::iota(b, ElementType::kI64, shape, d);
+    Value c = d == dim ? checked_index(ctx, index, dim, self_size, CheckKind::kIndexBounds, Negative::kReject)
+                       : hlo::iota(b, ElementType::kI64, shape, d);
     coords.push_back(hlo::reshape(c, col));
   }
   ScatterDims sd;
@@ -114,9 +108,9 @@ ScatterFn along_dim(Value index, int64_t dim, int64_t self_size) {
 
 // Scatter of whole slices along `dim`: slice i of the updates (self's shape
 // with `dim` of size k) lands at slice index[i] (index 1-D of size k).
-ScatterFn index_dim(Value index_1d, int64_t dim, int64_t rank, int64_t self_size) {
+ScatterFn index_dim(Value index_1d, int64_t rank, int64_t dim, Value checked) {
   int64_t k = index_1d.type().numel();
-  Value idx = hlo::reshape(wrap_index(index_1d, self_size), {k, 1});
+  Value idx = hlo::reshape(checked, {k, 1});
   ScatterDims sd;
   sd.update_window_dims = all_but(rank, {dim});
   sd.inserted_window_dims = {dim};
@@ -209,7 +203,7 @@ Value scatter_dim_rule(LowerCtx& ctx, std::optional<Reduce> r, bool include_self
     index = hlo::reshape(index, {1});
   }
   Value updates = updates_of(ctx, index.dims(), t);
-  ScatterFn sc = along_dim(index, dim, self.dim(dim));
+  ScatterFn sc = along_dim(ctx, index, dim, self.dim(dim));
   Value out = r ? reduce_into(self, updates, *r, include_self, sc) : sc(self, updates, nullptr);
   return scalar ? hlo::reshape(out, {}) : out;
 }
@@ -262,7 +256,16 @@ Value index_dim_rule(LowerCtx& ctx, std::optional<Reduce> r, bool include_self, 
     Value alpha = hlo::broadcast_to(ctx.operand("alpha", t), shape);
     updates = t == at::kBool ? hlo::binary("and", updates, alpha) : hlo::mul(updates, alpha);
   }
-  ScatterFn sc = index_dim(hlo::reshape(index, {k}), dim, self.rank(), self.dim(dim));
+  // CPU: index_add / index_reduce raise "index out of range in self",
+  // index_copy and index_fill name the index; only index_fill wraps
+  // negative ones.
+  std::string op = ctx.schema().name();
+  bool in_self = op.find("index_add") != std::string::npos || op.find("index_reduce") != std::string::npos;
+  bool wraps = op.find("index_fill") != std::string::npos;
+  Value flat = hlo::reshape(index, {k});
+  Value checked = checked_index(ctx, flat, dim, self.dim(dim), in_self ? CheckKind::kIndexInSelf : CheckKind::kIndexBounds,
+                                wraps ? Negative::kWrap : Negative::kReject);
+  ScatterFn sc = index_dim(flat, self.rank(), dim, checked);
   Value out = r ? reduce_into(self, updates, *r, include_self, sc) : sc(self, updates, nullptr);
   return scalar ? hlo::reshape(out, {}) : out;
 }
@@ -295,7 +298,8 @@ TPU_LOWERING(take) {
   Value index = ctx.tensor("index");
   int64_t n = self.type().numel();
   if (index.type().numel() == 0 || n == 0) return {hlo::full(ctx.b(), self.element(), index.dims(), 0)};
-  return {hlo::gather_1d(hlo::reshape(self, {n}), wrap_index(index, n))};
+  return {hlo::gather_1d(hlo::reshape(self, {n}),
+                         checked_index(ctx, index, 0, n, CheckKind::kTakeBounds, Negative::kWrap))};
 }
 
 // put(self, index, source, accumulate): self flattened, written at index.
@@ -310,7 +314,7 @@ TPU_LOWERING(put) {
   int64_t k = index.type().numel();
   if (k == 0 || n == 0) return {self};
   Value src = hlo::reshape(ctx.operand("source", t), {k});
-  Value idx = hlo::reshape(wrap_index(index, n), {k});
+  Value idx = hlo::reshape(checked_index(ctx, index, 0, n, CheckKind::kTakeBounds, Negative::kWrap), {k});
   bool acc = ctx.bool_arg("accumulate");
   const char* combine = acc ? (t == at::kBool ? "or" : "add") : nullptr;
   return {hlo::reshape(hlo::scatter_1d(hlo::reshape(self, {n}), idx, src, combine), self.dims())};

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "lowering/index_check.h"
 #include "lowering/registry.h"
 
 namespace torch_tpu::lowering {
@@ -40,17 +41,14 @@ AdvancedIndex advanced_index(LowerCtx& ctx, Value self) {
     }
   }
   TORCH_CHECK(!ai.indexed.empty(), "torch_tpu: ", ctx.op_name(), " needs at least one index tensor");
-  auto& b = ctx.b();
   std::vector<Value> cols;
   Dims col_shape = bshape;
   col_shape.push_back(1);
   for (auto d : ai.indexed) {
-    Value i = hlo::broadcast_to(hlo::convert(idx[d], ElementType::kI64), bshape);
-    // Negative indices count from the end.
-    Value size = hlo::full(b, ElementType::kI64, bshape, static_cast<double>(self.dim(d)));
-    Value neg = hlo::compare(i, hlo::full(b, ElementType::kI64, bshape, 0), "LT");
-    i = hlo::select(neg, hlo::add(i, size), i);
-    cols.push_back(hlo::reshape(i, col_shape));
+    // Negative indices count from the end; out-of-range ones raise at the
+    // next sync (index_check.h).
+    Value i = checked_index(ctx, idx[d], d, self.dim(d), CheckKind::kIndexBounds, Negative::kWrap);
+    cols.push_back(hlo::reshape(hlo::broadcast_to(i, bshape), col_shape));
   }
   int64_t nb = static_cast<int64_t>(bshape.size());
   ai.indices = hlo::concatenate(cols, nb);

@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "lowering/compute_util.h"
+#include "lowering/index_check.h"
 #include "lowering/random_util.h"
 #include "lowering/registry.h"
 
@@ -249,6 +250,12 @@ NllParts nll_parts(LowerCtx& ctx) {
   p.onehot = hlo::compare(cls, tb, "EQ");
   p.valid = hlo::compare(t, hlo::full(b, ElementType::kI64, tdims, static_cast<double>(ctx.int_arg("ignore_index"))),
                          "NE");
+  if (!ctx.has("grad_output")) {  // the forward checks the targets (CPU's IndexError), the backward need not
+    int64_t classes = p.x.dim(p.cdim);
+    Value out = hlo::binary("or", hlo::compare(t, hlo::full(b, ElementType::kI64, tdims, 0), "LT"),
+                            hlo::compare(t, hlo::full(b, ElementType::kI64, tdims, static_cast<double>(classes)), "GE"));
+    add_check(ctx, hlo::binary("and", p.valid, out), t, CheckKind::kTargetBounds, p.cdim, classes, true);
+  }
   Value w;
   if (ctx.is_tensor("weight")) {
     Value wb = hlo::broadcast_in_dim(hlo::convert(ctx.tensor("weight"), ce), p.x.dims(), {p.cdim});

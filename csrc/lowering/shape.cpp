@@ -3,6 +3,7 @@
 #include <c10/util/Exception.h>
 
 #include "lowering/compute_util.h"
+#include "lowering/index_check.h"
 #include "lowering/registry.h"
 
 namespace torch_tpu::lowering {
@@ -36,7 +37,8 @@ TPU_LOWERING(index_select) {
   int64_t dim = c10::maybe_wrap_dim(ctx.int_arg("dim"), rank);
   if (rank == 0) x = hlo::reshape(x, {1});
   int64_t k = idx.type().numel();
-  idx = hlo::reshape(idx, {k, 1});
+  // embedding is index_select too: CPU's IndexError for both.
+  idx = hlo::reshape(checked_index(ctx, idx, dim, x.dim(dim), CheckKind::kIndexInSelf, Negative::kReject), {k, 1});
   Dims slice_sizes = x.dims();
   slice_sizes[dim] = 1;
   Dims result = x.dims();
@@ -59,8 +61,8 @@ TPU_LOWERING(gather) {
     idx = hlo::reshape(idx, {1});
     rank = 1;
   }
-  idx = hlo::convert(idx, ElementType::kI64);
   if (idx.type().numel() == 0) return {hlo::full(ctx.b(), x.element(), idx.dims(), 0)};
+  idx = checked_index(ctx, idx, dim, x.dim(dim), CheckKind::kIndexBounds, Negative::kReject);
   Dims col = idx.dims();
   col.push_back(1);
   std::vector<Value> coords;

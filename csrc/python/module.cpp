@@ -8,9 +8,11 @@
 #include "device/generator.h"
 #include "device/guard.h"
 #include "device/storage.h"
+#include "exec/cpu_fallback.h"
 #include "exec/op_runner.h"
 #include "lowering/registry.h"
 #include "runtime/compile_cache.h"
+#include "runtime/deferred_checks.h"
 #include "runtime/modes.h"
 #include "runtime/recompile_log.h"
 #include "runtime/runtime.h"
@@ -32,8 +34,16 @@ PYBIND11_MODULE(_C, m) {
   m.def("_current_device", [] { return static_cast<int>(device::current_device()); });
   m.def("_set_device", [](int i) { device::set_current_device(static_cast<c10::DeviceIndex>(i)); });
   m.def("_synchronize", [](int i) {
-    py::gil_scoped_release no_gil;
-    runtime::get().synchronize(i);
+    // A failed device-side check raises here (deferred_checks.h) with its
+    // op's Python type, as a kernel error would through torch's bindings.
+    try {
+      py::gil_scoped_release no_gil;
+      runtime::get().synchronize(i);
+    } catch (const c10::IndexError& e) {
+      throw py::index_error(e.what_without_backtrace());
+    } catch (const c10::Error& e) {
+      throw std::runtime_error(e.what_without_backtrace());
+    }
   });
   m.def("_platform", [] {
     const auto& p = runtime::get().platform();
@@ -156,6 +166,13 @@ PYBIND11_MODULE(_C, m) {
     TORCH_CHECK(t.is_privateuseone(), "torch_tpu: _is_ready expects a tpu tensor, got one on ", t.device());
     return runtime::buffer_ready(device::storage_buffer(t.storage()).buffer);
   });
+  // Opt-in CPU fallback (exec/cpu_fallback.h).
+  m.def("_cpu_fallback_enabled", [] { return exec::cpu_fallback_enabled(); });
+  m.def("_set_cpu_fallback", [](bool on) { exec::set_cpu_fallback(on); });
+  m.def("_cpu_fallback_stats", [] { return exec::cpu_fallback_stats(); });
+  m.def("_reset_cpu_fallback_stats", [] { exec::reset_cpu_fallback_stats(); });
+  // Device-side check flags not read yet (runtime/deferred_checks.h).
+  m.def("_pending_checks", [](int device) { return runtime::pending_check_count(device); });
   m.def("_test_invalidate_buffer", [](const at::Tensor& t) {
     TORCH_CHECK(t.is_privateuseone(), "torch_tpu: expected a tpu tensor");
     runtime::invalidate_buffer_for_test(device::storage_buffer(t.storage()).buffer);

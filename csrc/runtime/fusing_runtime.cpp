@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "hlo/ops.h"
+#include "runtime/deferred_checks.h"
 #include "runtime/donation.h"
 #include "runtime/lru_cache.h"
 #include "runtime/modes.h"
@@ -290,6 +291,7 @@ class ModeRuntime final : public Runtime {
       real = resolve(buf);
     }
     inner_.to_host(real, dst, nbytes);
+    if (checks_pending()) check_flags(buf->device());  // the host waited: report what the device found
   }
 
   void synchronize(int device) override {
@@ -309,6 +311,37 @@ class ModeRuntime final : public Runtime {
     // enough: wait for every program output that is still referenced.
     for (const auto& b : wait) xla_buffer_wait(*b, "a queued program");
     inner_.synchronize(device);
+    if (checks_pending()) check_flags(device);
+  }
+
+  // Reads the computed check flags of `device` (deferred_checks.h) and
+  // raises the first failed one's error. Flags still deferred in a trace
+  // wait for a later sync (reading them would run their trace early); the
+  // flag of a trace that failed is dropped (its values raise that error).
+  void check_flags(int device) {
+    RuntimeLock lock;
+    std::vector<PendingCheck> all = take_checks(device), keep;
+    bool deferred = eager_mode() != EagerMode::kDebug;
+    for (size_t i = 0; i < all.size(); ++i) {
+      BufferRef real = all[i].flag;
+      if (auto* lazy = dynamic_cast<LazyBuffer*>(real.get())) {
+        if (lazy->trace) {
+          keep.push_back(std::move(all[i]));
+          continue;
+        }
+        if (!lazy->error.empty() || !lazy->real) continue;
+        real = lazy->real;
+      }
+      int64_t v[2] = {0, 0};
+      inner_.to_host(real, v, sizeof(v));
+      if (v[0] != 0) {
+        for (size_t j = i + 1; j < all.size(); ++j)
+          if (auto* l = dynamic_cast<LazyBuffer*>(all[j].flag.get()); l && l->trace) keep.push_back(std::move(all[j]));
+        restore_checks(device, std::move(keep));
+        all[i].check->raise(v[1], deferred);
+      }
+    }
+    restore_checks(device, std::move(keep));
   }
 
   // Runs the deferred ops of `device`. Called with the lock held.
@@ -768,6 +801,10 @@ void invalidate_buffer_for_test(const BufferRef& buf) {
   TORCH_CHECK(buf && g_modes != nullptr, "torch_tpu: no device buffer to invalidate");
   RuntimeLock lock;
   xla_buffer_delete(*g_modes->resolve(buf));
+}
+
+void run_checks(int device) {
+  if (g_modes != nullptr) g_modes->check_flags(device);
 }
 
 void capture_begin(int device, bool keep_text) {

@@ -1,0 +1,122 @@
+#include "lowering/index_check.h"
+
+#include <limits>
+#include <sstream>
+
+#include "hlo/ops.h"
+
+namespace torch_tpu::lowering {
+
+namespace {
+
+std::string base_name(const LowerCtx& ctx) {
+  std::string n = ctx.schema().name();
+  n = n.substr(n.find("::") + 2);
+  if (n.size() > 1 && n.back() == '_' && n[n.size() - 2] != '_') n.pop_back();  // index_add_ -> index_add
+  if (n == "_index_put_impl") return "index_put";  // x[i] = v and index_put_ reach it
+  return n;
+}
+
+// CPU's exception type for an out-of-range index: RuntimeError for the
+// gather/scatter family (their CPU kernels use TORCH_CHECK), IndexError
+// for the rest.
+bool cpu_raises_index_error(const std::string& op) {
+  return op.rfind("gather", 0) != 0 && op.rfind("scatter", 0) != 0;
+}
+
+// [any(bad), max of the bad indices] as tensor<2xi64>.
+Value make_flag(Value bad, Value idx) {
+  Builder& b = idx.builder();
+  int64_t n = idx.type().numel();
+  Value bad1 = hlo::reshape(bad, {n});
+  Value idx1 = hlo::reshape(idx, {n});
+  Value any = hlo::reduce(hlo::convert(bad1, ElementType::kI64), {0}, hlo::ReduceKind::kMax);
+  Value min64 = hlo::broadcast_in_dim(hlo::constant_int(b, ElementType::kI64, std::numeric_limits<int64_t>::min()),
+                                      {n}, {});
+  Value worst = hlo::reduce(hlo::select(bad1, idx1, min64), {0}, hlo::ReduceKind::kMax);
+  return hlo::concatenate({hlo::reshape(any, {1}), hlo::reshape(worst, {1})}, 0);
+}
+
+}  // namespace
+
+Value checked_index(LowerCtx& ctx, Value idx, int64_t dim, int64_t size, CheckKind kind, Negative neg) {
+  Builder& b = idx.builder();
+  idx = hlo::convert(idx, ElementType::kI64);
+  const Dims& dims = idx.dims();
+  Value zero = hlo::full(b, ElementType::kI64, dims, 0);
+  Value sz = hlo::full(b, ElementType::kI64, dims, static_cast<double>(size));
+  Value is_neg = hlo::compare(idx, zero, "LT");
+  Value wrapped = hlo::select(is_neg, hlo::add(idx, sz), idx);
+  if (idx.type().numel() > 0) {
+    // Out of range: the wrapped index outside [0, size), or any negative
+    // index where CPU rejects them.
+    Value bad = hlo::binary("or", hlo::compare(wrapped, zero, "LT"), hlo::compare(wrapped, sz, "GE"));
+    if (neg == Negative::kReject) bad = hlo::binary("or", bad, is_neg);
+    DeviceCheck c;
+    c.flag = make_flag(bad, idx);
+    c.kind = kind;
+    c.op = base_name(ctx);
+    c.dim = dim;
+    c.size = size;
+    c.index_error = kind == CheckKind::kIndexBounds ? cpu_raises_index_error(c.op) : true;
+    ctx.add_check(std::move(c));
+  }
+  return wrapped;
+}
+
+void add_check(LowerCtx& ctx, Value bad, Value idx, CheckKind kind, int64_t dim, int64_t size, bool index_error) {
+  if (idx.type().numel() == 0) return;
+  DeviceCheck c;
+  c.flag = make_flag(bad, hlo::convert(idx, ElementType::kI64));
+  c.kind = kind;
+  c.op = base_name(ctx);
+  c.dim = dim;
+  c.size = size;
+  c.index_error = index_error;
+  ctx.add_check(std::move(c));
+}
+
+void check_nonzero(LowerCtx& ctx, Value d) {
+  if (hlo::is_float(d.element()) || hlo::is_complex(d.element()) || d.element() == ElementType::kPred) return;
+  if (d.type().numel() == 0) return;
+  Value zero = hlo::zeros_like(d);
+  Value bad = hlo::compare(d, zero, "EQ");
+  DeviceCheck c;
+  c.flag = make_flag(bad, hlo::convert(d, ElementType::kI64));
+  c.kind = CheckKind::kZeroDivision;
+  c.op = base_name(ctx);
+  c.index_error = false;
+  ctx.add_check(std::move(c));
+}
+
+std::string check_message(const DeviceCheck& c, int64_t value, bool deferred) {
+  std::ostringstream os;
+  os << c.op << "(): ";
+  switch (c.kind) {
+    case CheckKind::kIndexInSelf:
+      os << "index " << value << " is out of range for dimension " << c.dim << " with size " << c.size
+         << " (index out of range in self)";
+      break;
+    case CheckKind::kIndexBounds:
+      os << "index " << value << " is out of bounds for dimension " << c.dim << " with size " << c.size;
+      break;
+    case CheckKind::kTakeBounds:
+      os << "out of range: tried to access index " << value << " on a tensor of " << c.size << " elements.";
+      break;
+    case CheckKind::kZeroDivision:
+      os << "ZeroDivisionError (integer division by zero)";
+      break;
+    case CheckKind::kTargetBounds:
+      os << "Target " << value << " is out of bounds (" << c.size << " classes).";
+      break;
+    case CheckKind::kBagIndex:
+      os << "an index of input takes value " << value << " which is not in the valid range [0, " << c.size << ")";
+      break;
+  }
+  if (deferred)
+    os << "\n[torch_tpu reports errors found on the device at the next synchronisation (.item(), .cpu(), "
+          "printing, torch.tpu.synchronize()), so the failing op ran earlier; TPU_LAUNCH_BLOCKING=1 raises at the op]";
+  return os.str();
+}
+
+}  // namespace torch_tpu::lowering

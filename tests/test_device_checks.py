@@ -1,0 +1,212 @@
+"""Checks on data made on the device (lowering/index_check.h,
+runtime/deferred_checks.h): an out-of-range index or an integer division by
+zero raises CPU's exception type, naming the op, at the next
+synchronisation (.item(), .cpu(), torch.tpu.synchronize()); Debug Eager
+raises at the op. Valid calls give CPU's results, including negative
+indices where CPU wraps them. Every case runs twice, so the second call
+hits the cached program and must still check."""
+
+import pytest
+import torch
+import torch_tpu
+
+from utils import assert_close
+
+x5 = torch.arange(5.0)
+bad = torch.tensor([1, 7])
+
+
+def _cases():
+    return {
+        # name: (fn(device) -> tensor, op name in the tpu message)
+        "index_select": (lambda d: torch.index_select(x5.to(d), 0, bad.to(d)), "index_select"),
+        "index_select_neg": (lambda d: torch.index_select(x5.to(d), 0, torch.tensor([-1], device=d)), "index_select"),
+        "embedding": (lambda d: torch.nn.functional.embedding(bad.to(d), x5.view(5, 1).to(d)), "index_select"),
+        "embedding_neg": (lambda d: torch.nn.functional.embedding(torch.tensor([-1], device=d), x5.view(5, 1).to(d)),
+                          "index_select"),
+        "gather": (lambda d: torch.gather(x5.to(d), 0, bad.to(d)), "gather"),
+        "gather_neg": (lambda d: torch.gather(x5.to(d), 0, torch.tensor([-1], device=d)), "gather"),
+        "index": (lambda d: x5.to(d)[bad.to(d)], "index"),
+        "index_neg": (lambda d: x5.to(d)[torch.tensor([-6], device=d)], "index"),
+        "index_2d": (lambda d: torch.zeros(3, 4, device=d)[:, torch.tensor([4], device=d)], "index"),
+        "index_put": (lambda d: x5.to(d).clone().index_put_((bad.to(d),), torch.tensor(1.0, device=d)), "index_put"),
+        "index_put_acc": (lambda d: x5.to(d).clone().index_put_((bad.to(d),), torch.tensor(1.0, device=d), accumulate=True),
+                          "index_put"),
+        "take": (lambda d: torch.take(x5.to(d), bad.to(d)), "take"),
+        "take_neg": (lambda d: torch.take(x5.to(d), torch.tensor([-6], device=d)), "take"),
+        "put": (lambda d: x5.to(d).clone().put_(bad.to(d), x5[:2].to(d)), "put"),
+        "scatter": (lambda d: x5.to(d).clone().scatter_(0, bad.to(d), 1.0), "scatter"),
+        "scatter_neg": (lambda d: x5.to(d).clone().scatter_(0, torch.tensor([-1], device=d), 1.0), "scatter"),
+        "scatter_add": (lambda d: x5.to(d).clone().scatter_add_(0, bad.to(d), x5[:2].to(d)), "scatter_add"),
+        "scatter_reduce": (lambda d: x5.to(d).clone().scatter_reduce_(0, bad.to(d), x5[:2].to(d), "amax"), "scatter_reduce"),
+        "index_add": (lambda d: x5.to(d).clone().index_add_(0, bad.to(d), x5[:2].to(d)), "index_add"),
+        "index_add_neg": (lambda d: x5.to(d).clone().index_add_(0, torch.tensor([-1], device=d), x5[:1].to(d)), "index_add"),
+        "index_copy": (lambda d: x5.to(d).clone().index_copy_(0, bad.to(d), x5[:2].to(d)), "index_copy"),
+        "index_fill": (lambda d: x5.to(d).clone().index_fill_(0, bad.to(d), 1.0), "index_fill"),
+        "nll_loss": (lambda d: torch.nn.functional.nll_loss(torch.randn(2, 3).to(d), torch.tensor([0, 5], device=d)),
+                     "nll_loss_forward"),
+        "embedding_bag": (lambda d: torch.nn.functional.embedding_bag(bad.to(d), x5.view(5, 1).to(d),
+                                                                      torch.tensor([0], device=d)),
+                          "_embedding_bag_forward_only"),
+        "floor_divide_scalar": (lambda d: torch.tensor([1, 2], device=d) // 0, "floor_divide"),
+        "floor_divide_tensor": (lambda d: torch.tensor([1, 2], device=d) // torch.tensor([1, 0], device=d),
+                                "floor_divide"),
+        "div_trunc": (lambda d: torch.div(torch.tensor([1, 2], device=d), torch.tensor([1, 0], device=d),
+                                          rounding_mode="trunc"), "div"),
+        "remainder": (lambda d: torch.remainder(torch.tensor([1, 2], device=d), torch.tensor([1, 0], device=d)),
+                      "remainder"),
+        "fmod_scalar": (lambda d: torch.fmod(torch.tensor([1, 2], device=d), 0), "fmod"),
+    }
+
+
+CASES = _cases()
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_raises_like_cpu(name):
+    fn, op = CASES[name]
+    with pytest.raises(Exception) as cpu_err:
+        fn("cpu")
+    for _ in range(2):  # the second call runs the cached program
+        with pytest.raises(type(cpu_err.value)) as tpu_err:
+            fn("tpu").cpu()
+        assert f"{op}()" in str(tpu_err.value)
+    assert torch_tpu._C._pending_checks(0) == 0
+
+
+def test_message_names_index_dim_and_size():
+    with pytest.raises(IndexError, match=r"index_select\(\): index 7 is out of range for dimension 0 with size 5"):
+        torch.index_select(torch.arange(5.0, device="tpu"), 0, torch.tensor([1, 7], device="tpu")).cpu()
+    with pytest.raises(RuntimeError, match=r"gather\(\): index -2 is out of bounds for dimension 1 with size 3"):
+        torch.gather(torch.zeros(2, 3, device="tpu"), 1, torch.tensor([[0], [-2]], device="tpu")).cpu()
+
+
+def test_surfaces_at_item_and_synchronize():
+    x = torch.arange(5.0, device="tpu")
+    y = torch.index_select(x, 0, torch.tensor([9], device="tpu"))  # no error yet: nothing waited
+    with pytest.raises(IndexError, match="index_select"):
+        torch.tpu.synchronize()
+    del y
+    z = torch.index_select(x, 0, torch.tensor([9], device="tpu"))
+    with pytest.raises(IndexError, match="index_select"):
+        x.sum().item()  # an unrelated read still reports it (CUDA's model)
+    assert torch_tpu._C._pending_checks(0) == 0
+    # once reported, the device is usable again
+    assert x.sum().item() == 10.0
+    del z
+
+
+def test_debug_eager_raises_at_the_op():
+    x = torch.arange(5.0, device="tpu")
+    idx = torch.tensor([9], device="tpu")
+    with torch_tpu.eager_mode("debug"):
+        with pytest.raises(IndexError, match="index_select") as e:
+            torch.index_select(x, 0, idx)
+        assert "next synchronisation" not in str(e.value)
+        with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+            torch.tensor([3], device="tpu") // 0
+    assert torch_tpu._C._pending_checks(0) == 0
+
+
+def test_fused_flag_is_kept_when_result_is_dropped():
+    x = torch.arange(5.0, device="tpu")
+    with torch_tpu.eager_mode("fused"):
+        y = torch.gather(x, 0, torch.tensor([1, 7], device="tpu")) * 2
+        del y  # the gathered value is a dead intermediate; its flag is not
+        with pytest.raises(RuntimeError, match="gather"):
+            torch.tpu.synchronize()
+
+
+VALID = {
+    "index_select": lambda d: torch.index_select(torch.arange(12.0).view(3, 4).to(d), 1, torch.tensor([3, 0, 3], device=d)),
+    "embedding_pad": lambda d: torch.nn.functional.embedding(torch.tensor([[4, 0], [2, 4]], device=d),
+                                                             torch.arange(10.0).view(5, 2).to(d), padding_idx=-1),
+    "gather": lambda d: torch.gather(torch.arange(12.0).view(3, 4).to(d), 1, torch.tensor([[3], [0], [2]], device=d)),
+    "index_neg": lambda d: torch.arange(5.0).to(d)[torch.tensor([-5, -1, 4], device=d)],
+    "index_put_neg": lambda d: torch.zeros(5).to(d).index_put_((torch.tensor([-5, 2], device=d),),
+                                                               torch.tensor(1.0, device=d)),
+    "take_neg": lambda d: torch.take(torch.arange(6.0).view(2, 3).to(d), torch.tensor([-6, 5], device=d)),
+    "put_neg": lambda d: torch.zeros(5).to(d).put_(torch.tensor([-5, 1], device=d), torch.ones(2).to(d)),
+    "index_fill_neg": lambda d: torch.zeros(5).to(d).index_fill_(0, torch.tensor([-1], device=d), 2.0),
+    "scatter": lambda d: torch.zeros(5).to(d).scatter_(0, torch.tensor([4, 0], device=d), 1.0),
+    "index_add": lambda d: torch.zeros(5).to(d).index_add_(0, torch.tensor([4, 4], device=d), torch.ones(2).to(d)),
+    "nll_ignore": lambda d: torch.nn.functional.nll_loss(torch.arange(6.0).view(2, 3).to(d),
+                                                         torch.tensor([2, -100], device=d)),
+    "floor_divide": lambda d: torch.tensor([7, -7], device=d) // torch.tensor([2, 3], device=d),
+    "float_div_zero": lambda d: torch.tensor([1.0, -1.0], device=d) // 0,
+    "remainder_float_zero": lambda d: torch.remainder(torch.tensor([1.0], device=d), 0.0),
+}
+
+
+@pytest.mark.parametrize("name", list(VALID))
+def test_valid_calls_match_cpu(name):
+    fn = VALID[name]
+    for _ in range(2):
+        assert_close(fn("tpu"), fn("cpu"))
+    torch.tpu.synchronize()
+    assert torch_tpu._C._pending_checks(0) == 0
+
+
+def test_compiled_graph_replay_still_checks(fresh_dynamo):
+    table = torch.arange(10.0).view(5, 2)
+
+    def f(t, i):
+        return torch.nn.functional.embedding(i, t) * 2
+
+    cf = torch.compile(f, backend="tpu")
+    t = table.to("tpu")
+    good = torch.tensor([0, 4], device="tpu")
+    for _ in range(3):  # capture, then replays
+        assert_close(cf(t, good), f(table, good.cpu()))
+    with pytest.raises(IndexError, match="index_select"):
+        cf(t, torch.tensor([0, 5], device="tpu")).cpu()
+    for _ in range(2):
+        with pytest.raises(IndexError, match="index_select"):
+            cf(t, torch.tensor([9, 1], device="tpu")).cpu()
+    assert_close(cf(t, good), f(table, good.cpu()))
+
+
+# ---- scalar checks that ran only when a program was first built ---------------
+
+
+def _pow_neg(d):
+    return torch.pow(torch.arange(3, device=d), -1)
+
+
+def _random_from_to(d):
+    return torch.empty(3, device=d).random_(5, 2)
+
+
+def _u8(d):
+    return torch.zeros(3, dtype=torch.uint8, device=d)
+
+
+SCALAR_CASES = {
+    "random_": (_random_from_to, lambda d: torch.empty(3, device=d).random_(0, 5)),
+    "pow_int_negative": (_pow_neg, lambda d: torch.pow(torch.arange(3, device=d), 2)),
+    # The fill value is a runtime operand: CPU's overflow check (never made
+    # on tpu before, not even on the first call) is in exec/arg_checks.
+    "fill_overflow": (lambda d: _u8(d).fill_(300), lambda d: _u8(d).fill_(3)),
+    "full_overflow": (lambda d: torch.full((2,), 300, dtype=torch.uint8, device=d),
+                      lambda d: torch.full((2,), 3, dtype=torch.uint8, device=d)),
+    "masked_fill_overflow": (lambda d: _u8(d).masked_fill(_u8(d) == 0, 300),
+                             lambda d: _u8(d).masked_fill(_u8(d) == 0, 3)),
+    "index_fill_overflow": (lambda d: _u8(d).index_fill(0, torch.tensor([0], device=d), 300),
+                            lambda d: _u8(d).index_fill(0, torch.tensor([0], device=d), 3)),
+    "half_fill_overflow": (lambda d: torch.zeros(2, dtype=torch.half, device=d).fill_(1e6),
+                           lambda d: torch.zeros(2, dtype=torch.half, device=d).fill_(1e3)),
+}
+
+
+@pytest.mark.parametrize("name", list(SCALAR_CASES))
+def test_scalar_checks_every_call(name):
+    bad_fn, good_fn = SCALAR_CASES[name]
+    with pytest.raises(Exception) as cpu_err:
+        bad_fn("cpu")
+    good_fn("tpu").cpu()  # compiles (and caches) the program
+    for _ in range(2):
+        with pytest.raises(type(cpu_err.value)) as tpu_err:
+            bad_fn("tpu").cpu()
+        assert str(cpu_err.value).split(",")[0][:40] in str(tpu_err.value)
+    if name != "random_":  # random numbers differ from CPU's
+        assert_close(good_fn("tpu"), good_fn("cpu"))
