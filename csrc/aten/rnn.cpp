@@ -18,8 +18,11 @@
 #include <ATen/ops/index_select.h>
 #include <ATen/ops/stack.h>
 #include <ATen/ops/tensor.h>
+#include <ATen/ops/zeros.h>
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/library.h>
+
+#include "exec/op_runner.h"
 
 namespace torch_tpu::aten {
 
@@ -237,6 +240,22 @@ std::tuple<at::Tensor, at::Tensor> simple_data(const at::Tensor& data, const at:
   return {out, hy};
 }
 
+// _thnn_fused_lstm_cell / _thnn_fused_gru_cell without biases: PyTorch's
+// meta kernel (rnn_cell_checkSizes) reads `.device` of the absent biases
+// and fails, so absent biases are passed to the engine as zeros (the same
+// result; autograd above this kernel still sees them absent, so no bias
+// gradient is asked for).
+void fused_cell_boxed(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  // input_gates, hidden_gates, cx/hx, input_bias, hidden_bias (absent: None or
+  // an undefined tensor, which is how at::lstm_cell passes them)
+  auto& s = *stack;
+  size_t base = s.size() - 5;
+  const at::Tensor& gates = s[base].toTensor();
+  for (size_t i = 3; i < 5; ++i)
+    if (s[base + i].isNone() || !s[base + i].toTensor().defined()) s[base + i] = at::zeros({gates.size(-1)}, gates.options());
+  exec::run_lowered_op(op, stack);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_FRAGMENT(tpu_internal, m) {
@@ -260,6 +279,10 @@ TORCH_LIBRARY_FRAGMENT(tpu_internal, m) {
   m.impl("rnn_relu.data", &simple_data<kRelu>)
 
 TORCH_LIBRARY_IMPL(aten, AutogradPrivateUse1, m) { TPU_RNN_KERNELS(m); }
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) { TPU_RNN_KERNELS(m); }
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  TPU_RNN_KERNELS(m);
+  m.impl("_thnn_fused_lstm_cell", torch::CppFunction::makeFromBoxedFunction<&fused_cell_boxed>());
+  m.impl("_thnn_fused_gru_cell", torch::CppFunction::makeFromBoxedFunction<&fused_cell_boxed>());
+}
 
 }  // namespace torch_tpu::aten

