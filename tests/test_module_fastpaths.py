@@ -80,11 +80,12 @@ def test_transformer_encoder_layer_fast_path(norm_first, activation):
 @pytest.mark.parametrize("need_weights", [True, False])
 def test_multihead_attention_fast_path(need_weights):
     cpu, tpu = _pair(nn.MultiheadAttention(8, 2, batch_first=True))
-    q, k = torch.randn(2, 4, 8), torch.randn(2, 6, 8)
+    q = torch.randn(2, 6, 8)  # self-attention (query is key is value): the fast path's condition
     mask = torch.tensor([[False] * 6, [False] * 4 + [True] * 2])
     with torch.no_grad():
-        ref = cpu(q, k, k, key_padding_mask=mask, need_weights=need_weights)
-        args = (q.to("tpu"), k.to("tpu"), k.to("tpu"))
+        ref = cpu(q, q, q, key_padding_mask=mask, need_weights=need_weights)
+        qt = q.to("tpu")
+        args = (qt, qt, qt)
         ops = _ops(lambda: tpu(*args, key_padding_mask=mask.to("tpu"), need_weights=need_weights))
         assert "aten::_native_multi_head_attention" in ops
         got = tpu(*args, key_padding_mask=mask.to("tpu"), need_weights=need_weights)
@@ -115,7 +116,7 @@ def test_transformer_encoder_inference_with_padding_mask():
 
 def test_fractional_max_pool3d_unbatched():
     x = torch.randn(4, 5, 5, 5)
-    samples = torch.rand(2, 4, 3, dtype=torch.float64)  # what FractionalMaxPool3d draws for [C, T, H, W]
+    samples = torch.rand(2, 4, 3)  # a batch of 2, as FractionalMaxPool3d draws for [C, T, H, W]
     m = nn.FractionalMaxPool3d(2, output_ratio=0.5, _random_samples=samples)
     xt = x.to("tpu").requires_grad_()
     xc = x.clone().requires_grad_()
