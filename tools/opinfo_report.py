@@ -340,6 +340,8 @@ def add_module_args(ap):
     ap.add_argument("--entries", help="module_db entries to run (comma-separated, e.g. nn.LSTM); printed only")
     ap.add_argument("--modules-budget", type=float, default=None,
                     help="stop sending module entries after this many minutes (the rest are listed as not run)")
+    ap.add_argument("--modules-continue", action="store_true",
+                    help="keep the entries of docs/opinfo_modules.json and run only the others")
     ap.add_argument("--module-worker", action="store_true", help=argparse.SUPPRESS)
 
 
@@ -469,25 +471,32 @@ def modules_main(args):
         fresh = tempfile.mkdtemp(prefix="moduleinfo-xla-cache-")
         os.environ["TORCH_TPU_CACHE_DIR"] = fresh
         atexit.register(shutil.rmtree, fresh, True)
+    kept, kept_wall = [], 0.0
+    json_path = os.path.join(ROOT, "docs", "opinfo_modules.json")
+    if args.modules_continue and out and os.path.exists(json_path):
+        prev = json.load(open(json_path))
+        kept = [r for r in prev["results"] if r["name"] in names]
+        kept_wall = prev.get("wall", 0.0)
+    todo_names = [n for n in names if n not in {r["name"] for r in kept}]
     t0 = time.time()
-    done = [0]
+    done = [len(kept)]
 
     def progress(res):
         done[0] += 1
         print(f"[{done[0]}/{len(names)}] {res['name']}: " + "  ".join(module_cells(res)), flush=True)
 
     # In chunks, so a time budget can end the run between chunks.
-    results, chunk = [], 8
-    for i in range(0, len(names), chunk):
+    results, chunk = list(kept), 8
+    for i in range(0, len(todo_names), chunk):
         if args.modules_budget is not None and time.time() - t0 > 60 * args.modules_budget:
             break
-        results += run_all(names[i:i + chunk], args, progress, worker_cls=ModuleWorker)
-    wall = time.time() - t0
+        results += run_all(todo_names[i:i + chunk], args, progress, worker_cls=ModuleWorker)
+    wall = time.time() - t0 + kept_wall
     text, tot = module_section(results, names, wall, args)
     if out:
         restore_module_section(out, text)
         with open(os.path.join(ROOT, "docs", "opinfo_modules.json"), "w") as f:
-            json.dump({"totals": tot, "results": results}, f, indent=0)
+            json.dump({"totals": tot, "wall": wall, "results": results}, f, indent=0)
         print(f"wrote the ModuleInfo section of {out} in {wall / 60:.1f} min")
     for k, v in tot.items():
         print(f"  {k}: {pct(*v)}")
