@@ -100,8 +100,12 @@ def main():
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--input", type=int, default=64)
     ap.add_argument("--hidden", type=int, default=128)
+    ap.add_argument("--cpu-threads", type=int, default=None,
+                    help="torch.set_num_threads for the CPU run (on a busy machine 1 can beat the default)")
     ap.add_argument("--no-cells", action="store_true", help="skip the per-step-cells reference (slow)")
     args = ap.parse_args()
+    if args.cpu_threads:
+        torch.set_num_threads(args.cpu_threads)
     torch.manual_seed(0)
     x = torch.randn(args.seq, args.batch, args.input)
     y = torch.randn(args.seq, args.batch, 1)
@@ -114,7 +118,7 @@ def main():
     if not args.no_cells:
         configs.append(("tpu strict, per-step cells", dict(device="tpu", mode="strict", cells=True)))
     print(f"2-layer LSTM, input {args.input}, hidden {args.hidden}, seq {args.seq}, batch {args.batch}, "
-          f"Adam; {args.steps} timed steps after {args.warmup} warm-up")
+          f"Adam; {args.steps} timed steps after {args.warmup} warm-up; CPU threads {torch.get_num_threads()}")
     res = {}
     for name, kw in configs:
         res[name] = run(args=args, x=x, y=y, **kw)
