@@ -7,6 +7,9 @@ docs/opinfo.md (the coverage report).
     python tools/opinfo_report.py --dtypes complex64 --no-grads --no-errors --merge
                                                   # one dtype's column, merged into
                                                   # the existing docs/opinfo.md
+    python tools/opinfo_report.py --modules       # op_db, then module_db (own section)
+    python tools/opinfo_report.py --modules-only  # module_db only -> its section
+    python tools/opinfo_report.py --modules-only --entries nn.LSTM,nn.GRU
 
 Entries run in worker processes (so a crash or hang costs one entry, not the
 run); each worker runs tests/opinfo/harness.py on the entries it is sent.
@@ -84,14 +87,14 @@ def failed_entry(name, why):
             "seconds": 0, "compiles": 0, "compile_seconds": 0}
 
 
-def run_all(names, args, progress):
+def run_all(names, args, progress, worker_cls=None):
     todo = list(names)
     results = {}
     workers = []
     sel = selectors.DefaultSelector()
 
     def spawn():
-        w = Worker(args)
+        w = (worker_cls or Worker)(args)
         workers.append(w)
         sel.register(w.proc.stdout, selectors.EVENT_READ, w)
         feed(w)
@@ -292,9 +295,14 @@ def main():
                          "instead of replacing it")
     ap.add_argument("--verbose", action="store_true", help="show the workers' stderr")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    add_module_args(ap)
     args = ap.parse_args()
     if args.worker:
         return worker_main(args)
+    if args.module_worker:
+        return module_worker_main(args)
+    if args.modules_only:
+        return modules_main(args)
 
     from tests.opinfo import harness
 
@@ -339,17 +347,202 @@ def main():
         bar.close()
     wall = time.time() - t0
     if out and args.merge:
+        kept = read_module_section(out)
         merged, all_dtypes = merge_results(out, results, dtypes)
         write_report(merged, all_dtypes, out, wall, args, merged=dtypes)
+        restore_module_section(out, kept)
         tot = summarize(results, dtypes)
         print(f"merged {', '.join(dtypes)} into {out} ({wall / 60:.1f} min)")
     elif out:
+        kept = read_module_section(out)
         tot = write_report(results, dtypes, out, wall, args)
+        restore_module_section(out, kept)
         print(f"wrote {out} in {wall / 60:.1f} min")
     else:
         tot = summarize(results, dtypes)
     for k, v in tot.items():
         print(f"  {k:>9}: {pct(*v)}")
+    if args.modules:
+        modules_main(args)
+
+
+# ------------------------------------------------------------ ModuleInfo suite
+# module_db entries (tests/opinfo/module_harness.py) in their own workers and
+# their own section of docs/opinfo.md, between the markers below, so the op
+# table above and this one are written independently.
+MODULE_BEGIN = "<!-- moduleinfo:begin (tools/opinfo_report.py --modules-only) -->"
+MODULE_END = "<!-- moduleinfo:end -->"
+MODULE_DTYPES = "float32,bfloat16"
+
+
+def add_module_args(ap):
+    ap.add_argument("--modules", action="store_true", help="after op_db, run module_db too")
+    ap.add_argument("--modules-only", action="store_true", help="run only module_db (its section of the report)")
+    ap.add_argument("--entries", help="module_db entries to run (comma-separated, e.g. nn.LSTM); printed only")
+    ap.add_argument("--modules-budget", type=float, default=None,
+                    help="stop sending module entries after this many minutes (the rest are listed as not run)")
+    ap.add_argument("--modules-continue", action="store_true",
+                    help="keep the entries of docs/opinfo_modules.json and run only the others")
+    ap.add_argument("--module-worker", action="store_true", help=argparse.SUPPRESS)
+
+
+def module_worker_main(args):
+    import torch  # noqa: F401  (autoloads torch_tpu)
+    import torch_tpu
+
+    from tests.opinfo import module_harness
+
+    entries = module_harness.all_entries()
+    out = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    for line in sys.stdin:
+        name = line.strip()
+        if not name:
+            continue
+        c0 = torch_tpu._C._compile_count()
+        t0 = time.time()
+        res = {"modules": module_harness.run_entry(entries[name], name, dtypes=tuple(MODULE_DTYPES.split(",")),
+                                                   max_samples=args.max_samples)}
+        res.update(name=name, seconds=time.time() - t0, compiles=torch_tpu._C._compile_count() - c0,
+                   compile_seconds=0)
+        out.write(RESULT + json.dumps(res) + "\n")
+
+
+class ModuleWorker(Worker):
+    def __init__(self, args):
+        cmd = [sys.executable, os.path.abspath(__file__), "--module-worker"]
+        if args.max_samples is not None:
+            cmd += ["--max-samples", str(args.max_samples)]
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL if not args.verbose else None,
+                                     text=True, bufsize=1, cwd=ROOT)
+        self.entry = None
+        self.started = 0.0
+
+
+def module_cells(r):
+    if "crash" in r:
+        return ["CRASH: " + r["crash"]] + ["" for _ in range(3)]
+    cells = []
+    for d in MODULE_DTYPES.split(","):
+        m = r["modules"][d]
+        cells += [verdict(m["forward"]), verdict(m["backward"])]
+    return cells
+
+
+def module_totals(results):
+    tot = {}
+    for d in MODULE_DTYPES.split(","):
+        for check in ("forward", "backward"):
+            app = [r for r in results if "crash" in r or r["modules"][d][check]["status"] in ("pass", "fail")]
+            ok = sum(1 for r in app if "crash" not in r and r["modules"][d][check]["status"] == "pass")
+            tot[f"{check} {d}"] = (ok, len(app))
+    both = [r for r in results if "crash" in r or r["modules"]["float32"]["forward"]["status"] in ("pass", "fail")]
+    tot["float32 forward+backward"] = (sum(
+        1 for r in both if "crash" not in r and r["modules"]["float32"]["forward"]["status"] == "pass"
+        and r["modules"]["float32"]["backward"]["status"] != "fail"), len(both))
+    return tot
+
+
+def module_section(results, names, wall, args):
+    done = {r["name"] for r in results}
+    not_run = [n for n in names if n not in done]
+    tot = module_totals(results)
+    lines = [
+        MODULE_BEGIN,
+        "## ModuleInfo (`module_db`)",
+        "",
+        "Every `module_db` entry: the module built on CPU (seeded), deep-copied to `tpu`",
+        "(lazy modules initialised by a first CPU forward, as PyTorch's",
+        "test_cpu_gpu_parity does), the same inputs on both; train and eval mode",
+        "(eval also under `no_grad`, where PyTorch takes its inference fast paths);",
+        "forward outputs, then parameter and input gradients from the same upstream",
+        "gradient. float32 atol=rtol=1e-3; bfloat16 2e-2, tried for every entry (samples",
+        "CPU itself rejects in bf16 are skipped; CPU rounds each op to bf16, tpu computes",
+        "in f32 and rounds once, so long bf16 gradient sums may differ by more).",
+        "Modules random in training (dropout, RReLU) compare shapes only there.",
+        "",
+        f"{len(results)} of {len(names)} entries run in {wall / 60:.1f} min"
+        + (f" (the budget of {args.modules_budget:g} min ended the run; not run: "
+           + ", ".join(not_run) + ")" if not_run else "")
+        + (f"; at most the first {args.max_samples} samples of each." if args.max_samples else "; every sample."),
+        "",
+        "| check | entries passing |",
+        "|---|---|",
+    ]
+    for k, v in tot.items():
+        lines.append(f"| {k} | {pct(*v)} |")
+    lines += ["", "| module | float32 fwd | float32 bwd | bfloat16 fwd | bfloat16 bwd |", "|---|---|---|---|---|"]
+    for r in sorted(results, key=lambda r: r["name"]):
+        lines.append(f"| {r['name']} | " + " | ".join(module_cells(r)) + " |")
+    lines.append(MODULE_END)
+    return "\n".join(lines) + "\n", tot
+
+
+def read_module_section(path):
+    try:
+        text = open(path).read()
+    except OSError:
+        return None
+    if MODULE_BEGIN in text and MODULE_END in text:
+        return text[text.index(MODULE_BEGIN):text.index(MODULE_END) + len(MODULE_END)] + "\n"
+    return None
+
+
+def restore_module_section(path, section):
+    if not section:
+        return
+    text = open(path).read()
+    if MODULE_BEGIN in text and MODULE_END in text:
+        text = text[:text.index(MODULE_BEGIN)] + section + text[text.index(MODULE_END) + len(MODULE_END) + 1:]
+    else:
+        text = text.rstrip("\n") + "\n\n" + section
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def modules_main(args):
+    from tests.opinfo import module_harness
+
+    names = sorted(module_harness.all_entries())
+    if args.entries:
+        wanted = args.entries.split(",")
+        names = [n for n in names if n in wanted]
+    out = None if args.entries else os.path.join(ROOT, "docs", "opinfo.md")
+    if "TORCH_TPU_CACHE_DIR" not in os.environ:
+        import atexit, shutil, tempfile
+        fresh = tempfile.mkdtemp(prefix="moduleinfo-xla-cache-")
+        os.environ["TORCH_TPU_CACHE_DIR"] = fresh
+        atexit.register(shutil.rmtree, fresh, True)
+    kept, kept_wall = [], 0.0
+    json_path = os.path.join(ROOT, "docs", "opinfo_modules.json")
+    if args.modules_continue and out and os.path.exists(json_path):
+        prev = json.load(open(json_path))
+        kept = [r for r in prev["results"] if r["name"] in names]
+        kept_wall = prev.get("wall", 0.0)
+    todo_names = [n for n in names if n not in {r["name"] for r in kept}]
+    t0 = time.time()
+    done = [len(kept)]
+
+    def progress(res):
+        done[0] += 1
+        print(f"[{done[0]}/{len(names)}] {res['name']}: " + "  ".join(module_cells(res)), flush=True)
+
+    # In chunks, so a time budget can end the run between chunks.
+    results, chunk = list(kept), 8
+    for i in range(0, len(todo_names), chunk):
+        if args.modules_budget is not None and time.time() - t0 > 60 * args.modules_budget:
+            break
+        results += run_all(todo_names[i:i + chunk], args, progress, worker_cls=ModuleWorker)
+    wall = time.time() - t0 + kept_wall
+    text, tot = module_section(results, names, wall, args)
+    if out:
+        restore_module_section(out, text)
+        with open(os.path.join(ROOT, "docs", "opinfo_modules.json"), "w") as f:
+            json.dump({"totals": tot, "wall": wall, "results": results}, f, indent=0)
+        print(f"wrote the ModuleInfo section of {out} in {wall / 60:.1f} min")
+    for k, v in tot.items():
+        print(f"  {k}: {pct(*v)}")
 
 
 if __name__ == "__main__":

@@ -359,6 +359,15 @@ std::vector<Value> fractional_max_pool(LowerCtx& ctx, int64_t nsp) {
   if (L * S == 0)
     return {hlo::full(b, x.element(), od, 0), hlo::full(b, ElementType::kI64, od, 0)};
   ElementType e = rs.element();
+  // random_samples is [N, C, nsp]; (batch n, plane c) uses row [n, c]. An
+  // unbatched input is batch 1, so only rs[0] is read (CPU does the same;
+  // FractionalMaxPool draws samples for a batch of 2 there).
+  if (rs.rank() == 3 && lead >= 1) {
+    int64_t n = lead == 2 ? x.dim(0) : 1, c = x.dim(lead - 1);
+    TORCH_CHECK(rs.dim(0) >= n && rs.dim(1) >= c && rs.dim(2) == nsp, ctx.op_name(), ": random_samples of shape ",
+                rs.dims(), " do not cover ", n, " batches of ", c, " planes");
+    if (rs.dim(0) != n || rs.dim(1) != c) rs = hlo::slice(rs, {0, 0, 0}, {n, c, nsp});
+  }
   rs = hlo::reshape(rs, {L, nsp});
   Dims gd{L};
   for (int64_t i = 0; i < nsp; ++i) {

@@ -1,0 +1,129 @@
+"""Module-level behaviour the ModuleInfo suite found: Module.to("tpu") moves
+parameters in place (lazy modules initialise on tpu, tied weights stay
+tied), PyTorch's transformer inference fast paths, FractionalMaxPool's
+unbatched samples. Each against CPU."""
+
+import copy
+
+import pytest
+import torch
+import torch.nn as nn
+from torch.profiler import ProfilerActivity, profile
+
+
+def _ops(fn):
+    with profile(activities=[ProfilerActivity.CPU]) as p:
+        fn()
+    return {e.key for e in p.key_averages()}
+
+
+@pytest.mark.parametrize("cls,shape", [(nn.LazyConv1d, (2, 3, 9)), (nn.LazyConv2d, (2, 3, 7, 7)),
+                                       (nn.LazyConvTranspose3d, (1, 2, 3, 4, 4)), (nn.LazyLinear, (4, 6))])
+def test_lazy_modules_initialise_on_tpu(cls, shape):
+    torch.manual_seed(0)
+    m = cls(5) if cls is nn.LazyLinear else cls(5, 3)
+    m = m.to("tpu")
+    assert isinstance(m.weight, nn.parameter.UninitializedParameter)
+    x = torch.randn(shape)
+    y = m(x.to("tpu"))
+    assert type(m.weight) is nn.Parameter and m.weight.device.type == "tpu"
+    # The CPU module with the weights tpu drew gives the same output.
+    ref = cls(5) if cls is nn.LazyLinear else cls(5, 3)
+    ref(x)
+    ref.load_state_dict({k: v.cpu() for k, v in m.state_dict().items()})
+    torch.testing.assert_close(y.cpu(), ref(x), atol=1e-5, rtol=1e-5)
+    y.sum().backward()
+    assert m.weight.grad.device.type == "tpu"
+
+
+def test_to_keeps_parameters_and_ties():
+    emb = nn.Embedding(10, 4)
+    head = nn.Linear(4, 10, bias=False)
+    head.weight = emb.weight
+    model = nn.Sequential(emb, head)
+    w = emb.weight
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    model.to("tpu")
+    assert emb.weight is w and head.weight is emb.weight and w.device.type == "tpu"
+    # An optimizer made before the move still holds the model's parameters.
+    model(torch.tensor([1, 2], device="tpu")).sum().backward()
+    opt.step()
+    assert w.device.type == "tpu" and torch.isfinite(w.cpu()).all()
+    # .data assignment between CPU and tpu, as between CPU and CUDA.
+    t = torch.zeros(3)
+    t.data = torch.ones(3, device="tpu")
+    assert t.device.type == "tpu" and t.cpu().tolist() == [1, 1, 1]
+
+
+def _pair(m):
+    torch.manual_seed(0)
+    return m.eval(), copy.deepcopy(m).to("tpu").eval()
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("activation", ["relu", "gelu"])
+def test_transformer_encoder_layer_fast_path(norm_first, activation):
+    torch.manual_seed(0)
+    cpu, tpu = _pair(nn.TransformerEncoderLayer(8, 2, 16, dropout=0.1, activation=activation,
+                                                batch_first=True, norm_first=norm_first))
+    x = torch.randn(3, 5, 8)
+    mask = torch.tensor([[False] * 5, [False] * 3 + [True] * 2, [False] * 4 + [True]])
+    with torch.no_grad():
+        for kw in ({}, {"src_key_padding_mask": mask}):
+            ref = cpu(x, **kw)
+            tkw = {k: v.to("tpu") for k, v in kw.items()}
+            ops = _ops(lambda: tpu(x.to("tpu"), **tkw))
+            assert "aten::_transformer_encoder_layer_fwd" in ops  # the fast path ran
+            torch.testing.assert_close(tpu(x.to("tpu"), **tkw).cpu(), ref, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_multihead_attention_fast_path(need_weights):
+    cpu, tpu = _pair(nn.MultiheadAttention(8, 2, batch_first=True))
+    q = torch.randn(2, 6, 8)  # self-attention (query is key is value): the fast path's condition
+    mask = torch.tensor([[False] * 6, [False] * 4 + [True] * 2])
+    with torch.no_grad():
+        ref = cpu(q, q, q, key_padding_mask=mask, need_weights=need_weights)
+        qt = q.to("tpu")
+        args = (qt, qt, qt)
+        ops = _ops(lambda: tpu(*args, key_padding_mask=mask.to("tpu"), need_weights=need_weights))
+        assert "aten::_native_multi_head_attention" in ops
+        got = tpu(*args, key_padding_mask=mask.to("tpu"), need_weights=need_weights)
+    torch.testing.assert_close(got[0].cpu(), ref[0], atol=1e-5, rtol=1e-5)
+    if need_weights:
+        torch.testing.assert_close(got[1].cpu(), ref[1], atol=1e-5, rtol=1e-5)
+
+
+def test_transformer_encoder_inference_with_padding_mask():
+    """CPU's sparsity fast path converts the batch to a nested tensor; tpu has
+    none, so its left-aligned check answers no and the padded path runs: the
+    same values as CPU's at every real position, and exactly CPU's
+    enable_nested_tensor=False result everywhere."""
+    torch.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(8, 2, 16, batch_first=True)
+    cpu_nested, tpu = _pair(nn.TransformerEncoder(layer, 2))
+    cpu_padded = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False).eval()
+    cpu_padded.load_state_dict(cpu_nested.state_dict())
+    x = torch.randn(3, 5, 8)
+    mask = torch.tensor([[False] * 5, [False] * 3 + [True] * 2, [False] * 4 + [True]])
+    with torch.no_grad():
+        got = tpu(x.to("tpu"), src_key_padding_mask=mask.to("tpu")).cpu()
+        torch.testing.assert_close(got, cpu_padded(x, src_key_padding_mask=mask), atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(got[~mask], cpu_nested(x, src_key_padding_mask=mask)[~mask], atol=1e-5,
+                                   rtol=1e-5)
+        assert torch._nested_tensor_from_mask_left_aligned(x.to("tpu"), (~mask).to("tpu")) is False
+
+
+def test_fractional_max_pool3d_unbatched():
+    x = torch.randn(4, 5, 5, 5)
+    samples = torch.rand(2, 4, 3)  # a batch of 2, as FractionalMaxPool3d draws for [C, T, H, W]
+    m = nn.FractionalMaxPool3d(2, output_ratio=0.5, _random_samples=samples)
+    xt = x.to("tpu").requires_grad_()
+    xc = x.clone().requires_grad_()
+    mt = nn.FractionalMaxPool3d(2, output_ratio=0.5, _random_samples=samples.to("tpu"))
+    yt, yc = mt(xt), m(xc)
+    torch.testing.assert_close(yt.cpu(), yc)
+    g = torch.randn(yc.shape)
+    yt.backward(g.to("tpu"))
+    yc.backward(g)
+    torch.testing.assert_close(xt.grad.cpu(), xc.grad)
