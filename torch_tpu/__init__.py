@@ -59,5 +59,7 @@ from .compile_log import recompile_log  # noqa: E402
 
 dynamo_backend.install()  # torch.compile(..., backend="tpu")
 
+from . import distributed  # noqa: E402,F401  (registers the tpu_dist c10d backend)
+
 __all__ = ["tpu", "eager_mode", "get_eager_mode", "mark_step", "fusion_stats", "compile_stats", "mark_dynamic",
            "recompile_log"]

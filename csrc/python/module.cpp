@@ -19,10 +19,12 @@ namespace py = pybind11;
 using namespace torch_tpu;
 
 void init_replay_bindings(py::module& m);  // replay_bindings.cpp
+void init_distributed_bindings(py::module& m);  // distributed/bindings.cpp
 
 PYBIND11_MODULE(_C, m) {
   m.doc() = "torch_tpu C++ backend";
   init_replay_bindings(m);
+  init_distributed_bindings(m);
   m.def("_device_count", [] { return static_cast<int>(device::device_count()); });
   m.def("_runtime_started", [] { return runtime::started(); });
   m.def("_current_device", [] { return static_cast<int>(device::current_device()); });
