@@ -31,8 +31,11 @@ def data(rank, dtype, shape=(3, 5), seed=0):
 def check(name, want, got):
     got = got.cpu()
     ok = want.dtype == got.dtype and want.shape == got.shape and torch.equal(want, got)
-    if not ok and want.dtype.is_floating_point and want.shape == got.shape and want.dtype == got.dtype:
-        ok = torch.allclose(want.float(), got.float(), atol=1e-2, rtol=1e-2) and W > 2
+    if not ok and (want.dtype.is_floating_point or want.dtype.is_complex) and want.shape == got.shape \
+            and want.dtype == got.dtype and W > 2:
+        # more than 2 ranks: XLA and the reference may sum in different orders
+        ok = torch.allclose(want, got, atol=1e-2, rtol=1e-2) if want.dtype.is_complex else \
+            torch.allclose(want.float(), got.float(), atol=1e-2, rtol=1e-2)
     if not ok:
         FAILS.append(f"{name}: want {want.dtype} {tuple(want.shape)} {want.flatten()[:6].tolist()} "
                      f"got {got.dtype} {tuple(got.shape)} {got.flatten()[:6].tolist()}")
@@ -226,6 +229,47 @@ def collectives():
     dist.barrier()
     assert torch.tpu.device_count() == 1 and torch.tensor([1.0], device="tpu").device == torch.device("tpu:0")
     dist.destroy_process_group()
+
+
+def _expect_dist_error(what):
+    """Runs an all_reduce that cannot complete; prints how it failed."""
+    start = time.monotonic()
+    try:
+        t = torch.ones(4, device="tpu")
+        dist.all_reduce(t)
+        t.cpu()
+        FAILS.append(f"{what}: all_reduce returned")
+    except dist.DistBackendError as e:
+        msg = str(e)
+        print(f"rank {RANK}: {what}: DistBackendError after {time.monotonic() - start:.1f} s: {msg[:300]}", flush=True)
+        if "allreduce" not in msg or "group" not in msg:
+            FAILS.append(f"{what}: the error does not name the collective and group: {msg}")
+    except Exception as e:  # noqa: BLE001
+        FAILS.append(f"{what}: raised {type(e).__name__}, not DistBackendError: {e}")
+
+
+def peer_absent():
+    """Rank 1 never joins the second all_reduce: rank 0 raises within the timeout."""
+    dist.init_process_group("tpu_dist", timeout=datetime.timedelta(seconds=5))
+    t = torch.ones(4, device="tpu")
+    dist.all_reduce(t)
+    check("warm-up all_reduce", torch.full((4,), float(W)), t)
+    if RANK == 0:
+        _expect_dist_error("absent peer")
+    else:
+        time.sleep(15)
+
+
+def peer_dies():
+    """Rank 1 dies after the first all_reduce: rank 0's next one raises."""
+    dist.init_process_group("tpu_dist", timeout=datetime.timedelta(seconds=5))
+    t = torch.ones(4, device="tpu")
+    dist.all_reduce(t)
+    check("warm-up all_reduce", torch.full((4,), float(W)), t)
+    if RANK == 1:
+        os._exit(0)
+    time.sleep(1)
+    _expect_dist_error("dead peer")
 
 
 def main():

@@ -60,6 +60,7 @@ class TpuWork final : public c10d::Work {
       while (!runtime::buffer_ready(b)) {
         if (Clock::now() > deadline) {
           error_ = "timed out";
+          runtime::note_job_failure();
           C10_THROW_ERROR(DistBackendError,
                           c10::str("tpu_dist: ", what_, " did not finish within the timeout of ", limit.count(),
                                    " ms: a rank of the group did not join it (it is not running this collective, "
@@ -76,6 +77,7 @@ class TpuWork final : public c10d::Work {
         runtime::xla_buffer_wait(*b, what_.c_str());
       } catch (const c10::Error& e) {
         error_ = e.what_without_backtrace();
+        runtime::note_job_failure();
         C10_THROW_ERROR(DistBackendError, c10::str("tpu_dist: ", what_, " failed: ", error_));
       }
     }
@@ -622,8 +624,14 @@ class TpuDistBackend final : public c10d::Backend {
       auto exe = runtime::compile_replicated(text, devices, 0, {out}, "tpu_dist " + what);
       it = programs->emplace(key, exe).first;
     }
-    auto outs = runtime::execute_now(*it->second, {arg});
-    return outs.at(0);
+    // XLA:CPU may run the collective within the call: a peer that died or
+    // never came fails it here (after --xla_cpu_collective_timeout_seconds).
+    try {
+      return runtime::execute_now(*it->second, {arg}).at(0);
+    } catch (const c10::Error& e) {
+      runtime::note_job_failure();
+      C10_THROW_ERROR(DistBackendError, c10::str("tpu_dist: ", describe(what), " failed: ", e.what_without_backtrace()));
+    }
   }
 
   std::vector<int64_t> global_ranks_;

@@ -28,6 +28,11 @@ JobInfo job_from_env();
 // The job the running runtime joined (starts the runtime).
 const JobInfo& job();
 
+// A collective failed (a peer died or timed out): the process then exits
+// without waiting for the other ranks at the end of the job.
+void note_job_failure();
+bool job_failed();
+
 // The global device id of process `process`'s device (starts the runtime).
 int64_t process_device_id(int process);
 

@@ -30,6 +30,7 @@
 namespace py = pybind11;
 
 namespace torch_tpu::runtime {
+bool job_failed();
 namespace {
 
 // Freed device buffers of at least kMinDonatedBytes, kept for fused
@@ -580,6 +581,10 @@ class XlaRuntime final : public Runtime {
   void join_job(py::module_& jax, const std::string& wanted) {
     auto config = jax.attr("config");
     if (wanted.empty() || wanted == "cpu") config.attr("update")("jax_cpu_collectives_implementation", "gloo");
+    // A dead peer must not abort the survivors (jax's coordination service
+    // otherwise kills every process once a heartbeat is missed): their
+    // pending collectives fail, and tpu_dist raises DistBackendError.
+    config.attr("update")("jax_enable_recoverability", true);
     py::dict kw;
     kw["coordinator_address"] = job_.coordinator;
     kw["num_processes"] = job_.world;
@@ -590,6 +595,12 @@ class XlaRuntime final : public Runtime {
     if (wanted == "tpu" || wanted == "gpu") kw["local_device_ids"] = py::make_tuple(job_.local_rank);
     try {
       jax.attr("distributed").attr("initialize")(**kw);
+      // Recoverable tasks skip jax's shutdown barrier, and a process whose
+      // coordinator (rank 0) is gone is aborted: torch_tpu.distributed's
+      // exit hook makes the ranks leave together. Registered after jax's
+      // own atexit hook, so that it runs before it.
+      py::module_::import("atexit").attr("register")(
+          py::module_::import("torch_tpu.distributed._exit").attr("leave_job"));
     } catch (py::error_already_set& e) {
       TORCH_CHECK(false, "torch_tpu: rank ", job_.rank, " of ", job_.world, " could not join the job through the ",
                   "coordinator at ", job_.coordinator, " (RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT; the ",
@@ -742,6 +753,12 @@ JobInfo job_from_env() {
   j.heartbeat_timeout_s = num("TORCH_TPU_HEARTBEAT_TIMEOUT", 100);
   return j;
 }
+
+namespace {
+std::atomic<bool> g_job_failed{false};
+}
+void note_job_failure() { g_job_failed = true; }
+bool job_failed() { return g_job_failed; }
 
 const JobInfo& job() {
   get();

@@ -1,0 +1,44 @@
+"""How the processes of a job leave it together.
+
+With jax's recoverable tasks (so that a dead peer fails collectives instead
+of aborting every process), jax no longer holds the ranks at a shutdown
+barrier, and a rank whose coordinator (rank 0's process) has gone is
+aborted. So at exit every rank waits for the others (up to
+TORCH_TPU_EXIT_TIMEOUT s, default 300), the others disconnect, and rank 0,
+which hosts the coordinator, leaves last. A process that saw a collective
+fail (a peer is dead or stuck) leaves at once."""
+
+import os
+import sys
+import time
+
+from .. import _C
+
+
+def leave_job():
+    if _C._distributed.job_failed():
+        return
+    from jax._src import distributed as jd
+
+    state = jd.global_state
+    client = state.client
+    if client is None:
+        return
+    timeout_s = int(os.environ.get("TORCH_TPU_EXIT_TIMEOUT", "300"))
+    try:
+        client.wait_at_barrier("torch_tpu_exit", timeout_s * 1000)
+    except Exception as e:  # noqa: BLE001  (a peer died or is stuck: leave anyway)
+        print(f"torch_tpu: rank {state.process_id}: not every rank reached the end of the job: {e}", file=sys.stderr)
+        return
+    if state.process_id != 0:
+        jd.shutdown()  # disconnect while the coordinator still runs
+        return
+    others = list(range(1, state.num_processes))
+    deadline = time.monotonic() + 30
+    while others and time.monotonic() < deadline:
+        try:
+            if not client.get_live_nodes(others):
+                break
+        except Exception:  # noqa: BLE001
+            break
+        time.sleep(0.02)
