@@ -272,6 +272,53 @@ def peer_dies():
     _expect_dist_error("dead peer")
 
 
+def ddp():
+    """DDP over tpu_dist, 10 SGD steps, against one process training on the
+    global batch on CPU (parameters to 1e-5)."""
+    import torch.nn as nn
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    dist.init_process_group("cpu:gloo,tpu:tpu_dist", timeout=datetime.timedelta(seconds=120))
+
+    def model():
+        torch.manual_seed(0)
+        return nn.Sequential(nn.Linear(8, 16), nn.LayerNorm(16), nn.GELU(), nn.Linear(16, 4))
+
+    ref = model()
+    net = DDP(model().to("tpu"))  # no device_ids
+    # different initial weights on rank 1 must be overwritten by rank 0's broadcast
+    ref_opt = torch.optim.SGD(ref.parameters(), lr=0.1)
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    per_rank = 4
+    g = torch.Generator().manual_seed(123)
+    for step in range(10):
+        x = torch.randn(W * per_rank, 8, generator=g)
+        y = torch.randn(W * per_rank, 4, generator=g)
+        mine = slice(RANK * per_rank, (RANK + 1) * per_rank)
+        opt.zero_grad()
+        loss = nn.functional.mse_loss(net(x[mine].to("tpu")), y[mine].to("tpu"))
+        loss.backward()
+        opt.step()
+        ref_opt.zero_grad()
+        nn.functional.mse_loss(ref(x), y).backward()
+        ref_opt.step()
+    for (name, p), q in zip(net.module.named_parameters(), ref.parameters()):
+        got = p.detach().cpu()
+        if not torch.allclose(got, q.detach(), atol=1e-5, rtol=0):
+            FAILS.append(f"ddp {name}: max diff {(got - q.detach()).abs().max().item():.3g}")
+    dist.destroy_process_group()
+
+
+def launched():
+    """Run by `python -m torch_tpu.distributed.launch`: one all_reduce."""
+    dist.init_process_group()
+    t = torch.full((2,), float(RANK + 1), device="tpu")
+    dist.all_reduce(t)
+    check("launched all_reduce", torch.full((2,), float(W * (W + 1) // 2)), t)
+    print(f"rank {RANK}: topology {os.environ.get('TORCH_TPU_TOPOLOGY')}", flush=True)
+    dist.destroy_process_group()
+
+
 def main():
     globals()[sys.argv[1]]()
     for f in FAILS:

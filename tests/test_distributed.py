@@ -29,3 +29,47 @@ def test_missing_or_dead_peer_raises(scenario):
     outs = run_job([WORKER, scenario], nproc=2, timeout=120)
     check_job(outs)
     assert "DistBackendError after" in outs[0][1]
+
+
+def test_ddp_matches_single_process_training():
+    # 10 SGD steps of DDP (no device_ids) on 2 ranks against one process
+    # training on the global batch on CPU; the worker compares to 1e-5.
+    check_job(run_job([WORKER, "ddp"], nproc=2, timeout=240))
+
+
+def test_launcher_print_env():
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "torch_tpu.distributed.launch", "--nproc-per-node", "2",
+                          "--print-env"], capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="0"))
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.strip().splitlines()
+    assert len(lines) == 2
+    assert "RANK=1" in lines[1] and "WORLD_SIZE=2" in lines[1] and "TORCH_TPU_TOPOLOGY=2x1x1" in lines[1]
+    assert "TORCH_TPU_COORDINATOR_ADDRESS=127.0.0.1:29501" in lines[0]
+
+
+def test_launcher_runs_a_job():
+    import subprocess
+    import sys
+
+    from dist_utils import ROOT
+
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env.pop("TORCH_TPU_NUM_DEVICES", None)
+    p = subprocess.Popen([sys.executable, "-m", "torch_tpu.distributed.launch", "--nproc-per-node", "2", WORKER,
+                          "launched"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                         start_new_session=True)
+    try:
+        out, _ = p.communicate(timeout=240)
+    finally:
+        if p.poll() is None:
+            import signal
+
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    assert p.returncode == 0, out[-6000:]
+    assert "rank 0: 0 failure(s)" in out and "rank 1: 0 failure(s)" in out
+    assert "topology 2x1x1" in out

@@ -33,11 +33,11 @@ def leave_job():
     if state.process_id != 0:
         jd.shutdown()  # disconnect while the coordinator still runs
         return
-    others = list(range(1, state.num_processes))
+    everyone = list(range(state.num_processes))  # the request must name the asking task too
     deadline = time.monotonic() + 30
-    while others and time.monotonic() < deadline:
+    while time.monotonic() < deadline:
         try:
-            if not client.get_live_nodes(others):
+            if len(client.get_live_nodes(everyone)) <= 1:
                 break
         except Exception:  # noqa: BLE001
             break
