@@ -6,7 +6,8 @@ barrier, and a rank whose coordinator (rank 0's process) has gone is
 aborted. So at exit every rank waits for the others (up to
 TORCH_TPU_EXIT_TIMEOUT s, default 300), the others disconnect, and rank 0,
 which hosts the coordinator, leaves last. A process that saw a collective
-fail (a peer is dead or stuck) leaves at once."""
+fail (a peer is dead or stuck) waits only TORCH_TPU_EXIT_TIMEOUT_AFTER_ERROR
+s (default 10) for the others."""
 
 import os
 import sys
@@ -16,8 +17,6 @@ from .. import _C
 
 
 def leave_job():
-    if _C._distributed.job_failed():
-        return
     from jax._src import distributed as jd
 
     state = jd.global_state
@@ -25,6 +24,8 @@ def leave_job():
     if client is None:
         return
     timeout_s = int(os.environ.get("TORCH_TPU_EXIT_TIMEOUT", "300"))
+    if _C._distributed.job_failed():
+        timeout_s = int(os.environ.get("TORCH_TPU_EXIT_TIMEOUT_AFTER_ERROR", "10"))
     try:
         client.wait_at_barrier("torch_tpu_exit", timeout_s * 1000)
     except Exception as e:  # noqa: BLE001  (a peer died or is stuck: leave anyway)
