@@ -309,6 +309,22 @@ def ddp():
     dist.destroy_process_group()
 
 
+def reinit():
+    """destroy_process_group, then a new init_process_group in the same process."""
+    import tempfile
+
+    for k in range(2):
+        # A file store per group: re-creating the TCP store on one port races
+        # (a fast rank can reach the old store before it is gone), with any backend.
+        path = os.path.join(tempfile.gettempdir(), f"torch_tpu_reinit_{os.environ['MASTER_PORT']}_{k}")
+        dist.init_process_group("cpu:gloo,tpu:tpu_dist", init_method=f"file://{path}", rank=RANK, world_size=W,
+                                timeout=datetime.timedelta(seconds=60))
+        t = torch.full((3,), float(RANK + k), device="tpu")
+        dist.all_reduce(t)
+        check(f"all_reduce in group {k}", torch.full((3,), float(sum(r + k for r in range(W)))), t)
+        dist.destroy_process_group()
+
+
 def launched():
     """Run by `python -m torch_tpu.distributed.launch`: one all_reduce."""
     dist.init_process_group()

@@ -73,3 +73,7 @@ def test_launcher_runs_a_job():
     assert p.returncode == 0, out[-6000:]
     assert "rank 0: 0 failure(s)" in out and "rank 1: 0 failure(s)" in out
     assert "topology 2x1x1" in out
+
+
+def test_destroy_then_init_again():
+    check_job(run_job([WORKER, "reinit"], nproc=2, timeout=120))
