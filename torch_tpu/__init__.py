@@ -64,6 +64,7 @@ from .jax_op import jax_op  # noqa: E402
 from .stablehlo_export import export  # noqa: E402
 from .roofline import estimate  # noqa: E402
 from . import profiler  # noqa: E402  (torch_tpu.profiler.trace)
+from . import distributed  # noqa: E402,F401  (registers the tpu_dist c10d backend)
 
 __all__ = ["tpu", "eager_mode", "get_eager_mode", "mark_step", "fusion_stats", "compile_stats", "mark_dynamic",
            "recompile_log", "jax_op", "export", "estimate", "profiler",

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/collective_runtime.h"
 #include "runtime/compile_cache.h"
 #include "runtime/donation.h"
 #include "runtime/modes.h"
@@ -29,6 +30,7 @@
 namespace py = pybind11;
 
 namespace torch_tpu::runtime {
+bool job_failed();
 namespace {
 
 // Freed device buffers of at least kMinDonatedBytes, kept for fused
@@ -233,7 +235,13 @@ class XlaRuntime final : public Runtime {
     std::string wanted = platform_env ? platform_env : "";
     int virtual_devices = 1;
     if (const char* n = std::getenv("TORCH_TPU_NUM_DEVICES")) virtual_devices = std::max(1, std::atoi(n));
+    job_ = job_from_env();
+    // In a job each process owns one device (its tpu:0).
+    if (job_.active) virtual_devices = 1;
     config.attr("update")("jax_num_cpu_devices", virtual_devices);
+    // Joining the job must come before any backend starts (jax refuses it
+    // later): afterwards the backends list every process's devices.
+    if (job_.active) join_job(jax, wanted);
 
     py::module_ backend_mod = py::module_::import("jax.extend.backend");
     if (wanted.empty()) {
@@ -249,9 +257,13 @@ class XlaRuntime final : public Runtime {
       if (wanted.empty()) wanted = "cpu";
     }
     backend_ = backend_mod.attr("get_backend")(wanted);
-    py::list devs = jax.attr("devices")(wanted);
+    // torch's devices are this process's own (tpu:0 is the local device on
+    // every rank); the job's global devices serve collectives.
+    py::list devs = jax.attr("local_devices")(py::arg("backend") = wanted);
     for (auto d : devs) devices_.push_back(py::reinterpret_borrow<py::object>(d));
     if (wanted == "cpu") devices_.resize(std::min<size_t>(devices_.size(), virtual_devices));
+    py::list all = jax.attr("devices")(wanted);
+    for (auto d : all) global_devices_.push_back(py::reinterpret_borrow<py::object>(d));
     info_.platform = wanted;
     info_.device_kind = py::str(devices_.at(0).attr("device_kind"));
     info_.virtual_tpu = wanted == "cpu";
@@ -289,6 +301,7 @@ class XlaRuntime final : public Runtime {
                     &immutable_during_call_, &shaped_array_, &numpy_})
       v->release();
     for (auto& d : devices_) d.release();
+    for (auto& d : global_devices_) d.release();
     for (auto& s : shardings_) s.release();
     for (auto& d : np_dtypes_) d.release();
   }
@@ -389,11 +402,69 @@ class XlaRuntime final : public Runtime {
       base_key_inputs_["platform_version"] = py::str(backend_.attr("platform_version"));
       base_key_inputs_["device_kind"] = info_.device_kind;
       base_key_inputs_["device_count"] = std::to_string(devices_.size());
+      base_key_inputs_["global_device_count"] = std::to_string(global_devices_.size());
     }
     cache::KeyInputs in = base_key_inputs_;
     // The executable is pinned to this device by its device assignment.
     in["device_assignment"] = py::str(devices_[device].attr("id"));
     return in;
+  }
+
+  const JobInfo& job() const { return job_; }
+
+  // The global id of process p's first device (its rank's device).
+  int64_t process_device_id(int process) {
+    py::gil_scoped_acquire gil;
+    for (auto& d : global_devices_)
+      if (d.attr("process_index").cast<int>() == process) return d.attr("id").cast<int64_t>();
+    TORCH_CHECK(false, "torch_tpu: no device belongs to process ", process, " (", global_devices_.size(),
+                " global device(s))");
+  }
+
+  // A program replicated over `device_ids` (global ids; replica i runs on
+  // device_ids[i]), of which this process runs its local `device`'s part.
+  // Cached on disk like an op program, keyed by the whole assignment.
+  ExecutableRef compile_replicated(const std::string& text, const std::vector<int64_t>& device_ids, int device,
+                                   std::vector<hlo::TensorType> out_types, const std::string& what) {
+    py::gil_scoped_acquire gil;
+    DeferredRelease::instance().drain();
+    check_device(device);
+    auto& disk = cache::DiskCache::instance();
+    try {
+      py::tuple devs(device_ids.size());
+      py::list grid;
+      std::string assignment;
+      for (size_t i = 0; i < device_ids.size(); ++i) {
+        devs[i] = global_device(device_ids[i]);
+        grid.append(py::make_tuple(device_ids[i]));
+        assignment += (i ? "," : "") + std::to_string(device_ids[i]);
+      }
+      py::object dl = device_list_cls_(devs);
+      py::object options = compile_options_cls_();
+      options.attr("num_replicas") = static_cast<int>(device_ids.size());
+      options.attr("device_assignment") = device_assignment_cls_.attr("create")(numpy_.attr("array")(grid, "int32"));
+      std::string key;
+      if (disk.enabled()) {
+        auto in = key_inputs(device);
+        in["device_assignment"] = assignment;
+        key = cache::make_key(text, in);
+        if (py::object exe = load_cached(disk, key, dl, options); !exe.is_none())
+          return std::make_shared<JaxExecutable>(std::move(exe), device, std::move(out_types));
+        disk.note_miss();
+      }
+      dump_program(text, what);
+      auto start = std::chrono::steady_clock::now();
+      py::object exe = backend_.attr("compile_and_load")(py::bytes(text), dl, options);
+      double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      compile_seconds_ += seconds;
+      ++compiles_;
+      if (log_recompiles()) log_compile(text, what, seconds);
+      if (disk.enabled()) store_cached(disk, key, exe);
+      return std::make_shared<JaxExecutable>(std::move(exe), device, std::move(out_types));
+    } catch (py::error_already_set& e) {
+      TORCH_CHECK(false, "torch_tpu: XLA could not compile the collective program for ", what, ": ", e.what(),
+                  "\n--- StableHLO ---\n", text);
+    }
   }
 
  private:
@@ -498,6 +569,45 @@ class XlaRuntime final : public Runtime {
   }
 
  private:
+  py::object global_device(int64_t id) {
+    for (auto& d : global_devices_)
+      if (d.attr("id").cast<int64_t>() == id) return d;
+    TORCH_CHECK(false, "torch_tpu: no global device with id ", id);
+  }
+
+  // jax.distributed.initialize with the job's coordinator. On XLA:CPU the
+  // cross-process collectives go through gloo (XLA's own CPU collectives
+  // implementation); on TPU and GPU through the chips' interconnect / NCCL.
+  void join_job(py::module_& jax, const std::string& wanted) {
+    auto config = jax.attr("config");
+    if (wanted.empty() || wanted == "cpu") config.attr("update")("jax_cpu_collectives_implementation", "gloo");
+    // A dead peer must not abort the survivors (jax's coordination service
+    // otherwise kills every process once a heartbeat is missed): their
+    // pending collectives fail, and tpu_dist raises DistBackendError.
+    config.attr("update")("jax_enable_recoverability", true);
+    py::dict kw;
+    kw["coordinator_address"] = job_.coordinator;
+    kw["num_processes"] = job_.world;
+    kw["process_id"] = job_.rank;
+    kw["initialization_timeout"] = job_.init_timeout_s;
+    kw["heartbeat_timeout_seconds"] = job_.heartbeat_timeout_s;
+    // An accelerator process owns the chip of its local rank.
+    if (wanted == "tpu" || wanted == "gpu") kw["local_device_ids"] = py::make_tuple(job_.local_rank);
+    try {
+      jax.attr("distributed").attr("initialize")(**kw);
+      // Recoverable tasks skip jax's shutdown barrier, and a process whose
+      // coordinator (rank 0) is gone is aborted: torch_tpu.distributed's
+      // exit hook makes the ranks leave together. Registered after jax's
+      // own atexit hook, so that it runs before it.
+      py::module_::import("atexit").attr("register")(
+          py::module_::import("torch_tpu.distributed._exit").attr("leave_job"));
+    } catch (py::error_already_set& e) {
+      TORCH_CHECK(false, "torch_tpu: rank ", job_.rank, " of ", job_.world, " could not join the job through the ",
+                  "coordinator at ", job_.coordinator, " (RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT; the ",
+                  "coordinator listens on TORCH_TPU_COORDINATOR_PORT or MASTER_PORT+1): ", e.what());
+    }
+  }
+
   void check_device(int device) {
     TORCH_CHECK(device >= 0 && device < device_count(), "torch_tpu: invalid device index ", device, " (",
                 device_count(), " device(s) available)");
@@ -505,8 +615,9 @@ class XlaRuntime final : public Runtime {
 
   py::object backend_, compile_options_cls_, device_assignment_cls_, device_list_cls_, batched_device_put_, immutable_during_call_,
       shaped_array_, numpy_;
-  std::vector<py::object> devices_, shardings_, np_dtypes_;
+  std::vector<py::object> devices_, global_devices_, shardings_, np_dtypes_;
   PlatformInfo info_;
+  JobInfo job_;
   cache::KeyInputs base_key_inputs_;
   int64_t compiles_ = 0;
   double compile_seconds_ = 0;
@@ -619,6 +730,51 @@ Runtime& get() {
 }
 
 bool started() { return g_front != nullptr; }
+
+JobInfo job_from_env() {
+  JobInfo j;
+  auto num = [](const char* name, int dflt) {
+    const char* v = std::getenv(name);
+    return v && *v ? std::atoi(v) : dflt;
+  };
+  j.world = num("WORLD_SIZE", 1);
+  j.rank = num("RANK", 0);
+  j.local_rank = num("LOCAL_RANK", 0);
+  j.active = j.world > 1 && std::getenv("RANK") != nullptr && num("TORCH_TPU_DISTRIBUTED", 1) != 0;
+  if (!j.active) return j;
+  if (const char* a = std::getenv("TORCH_TPU_COORDINATOR_ADDRESS"); a && *a) {
+    j.coordinator = a;
+  } else {
+    const char* host = std::getenv("MASTER_ADDR");
+    int port = num("TORCH_TPU_COORDINATOR_PORT", num("MASTER_PORT", 29500) + 1);
+    j.coordinator = std::string(host && *host ? host : "127.0.0.1") + ":" + std::to_string(port);
+  }
+  j.init_timeout_s = num("TORCH_TPU_INIT_TIMEOUT", 300);
+  j.heartbeat_timeout_s = num("TORCH_TPU_HEARTBEAT_TIMEOUT", 100);
+  return j;
+}
+
+namespace {
+std::atomic<bool> g_job_failed{false};
+}
+void note_job_failure() { g_job_failed = true; }
+bool job_failed() { return g_job_failed; }
+
+const JobInfo& job() {
+  get();
+  return g_runtime->job();
+}
+
+int64_t process_device_id(int process) {
+  get();
+  return g_runtime->process_device_id(process);
+}
+
+ExecutableRef compile_replicated(const std::string& text, const std::vector<int64_t>& device_ids, int device,
+                                 std::vector<hlo::TensorType> out_types, const std::string& what) {
+  get();
+  return g_runtime->compile_replicated(text, device_ids, device, std::move(out_types), what);
+}
 
 namespace cache {
 KeyInputs current_key_inputs(int device) {

@@ -1,0 +1,81 @@
+"""Collective bandwidth: tpu_dist (XLA's collectives) against Gloo on CPU tensors.
+
+    python -m torch_tpu.distributed.launch --nproc-per-node 2 benchmarks/collectives.py [--max-mib 64]
+
+Rank 0 prints one line per (collective, size): the median time of a few
+calls and the bus bandwidth (NCCL's convention: all_reduce moves
+2(W-1)/W of the buffer per rank, all_gather and reduce_scatter (W-1)/W),
+for tpu_dist on tpu tensors and Gloo on cpu tensors, and their ratio.
+"""
+
+import argparse
+import datetime
+import os
+import statistics
+import time
+
+import torch
+import torch.distributed as dist
+
+import torch_tpu  # noqa: F401
+
+
+def timed(fn, reps):
+    fn()  # compile / warm up
+    ts = []
+    for _ in range(reps):
+        dist.barrier(device_ids=None)
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    return statistics.median(ts)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--max-mib", type=int, default=64)
+    ap.add_argument("--reps", type=int, default=5)
+    args = ap.parse_args()
+    dist.init_process_group("cpu:gloo,tpu:tpu_dist", timeout=datetime.timedelta(seconds=300))
+    W, rank = dist.get_world_size(), dist.get_rank()
+    sizes = []
+    b = 1024
+    while b <= args.max_mib << 20:
+        sizes.append(b)
+        b *= 4
+    if rank == 0:
+        print(f"{'collective':<15}{'bytes':>10}{'tpu_dist ms':>13}{'gloo ms':>10}{'tpu GB/s':>10}{'gloo GB/s':>10}{'ratio':>7}")
+    for name, factor in [("all_reduce", 2 * (W - 1) / W), ("all_gather", (W - 1) / W),
+                         ("reduce_scatter", (W - 1) / W)]:
+        for nbytes in sizes:
+            n = nbytes // 4
+            res = {}
+            for dev in ("tpu", "cpu"):
+                x = torch.ones(n, device=dev)
+                if name == "all_reduce":
+                    def fn():
+                        dist.all_reduce(x)
+                        if dev == "tpu":
+                            torch.tpu.synchronize()
+                elif name == "all_gather":
+                    out = torch.empty(n * W, device=dev)
+                    def fn():
+                        dist.all_gather_into_tensor(out, x)
+                        if dev == "tpu":
+                            torch.tpu.synchronize()
+                else:
+                    big = torch.ones(n * W, device=dev)
+                    def fn():
+                        dist.reduce_scatter_tensor(x, big)
+                        if dev == "tpu":
+                            torch.tpu.synchronize()
+                res[dev] = timed(fn, args.reps)
+            if rank == 0:
+                bw = {d: factor * nbytes / t / 1e9 for d, t in res.items()}
+                print(f"{name:<15}{nbytes:>10}{res['tpu'] * 1e3:>13.3f}{res['cpu'] * 1e3:>10.3f}"
+                      f"{bw['tpu']:>10.3f}{bw['cpu']:>10.3f}{bw['tpu'] / bw['cpu']:>7.2f}", flush=True)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

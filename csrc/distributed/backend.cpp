@@ -1,0 +1,651 @@
+// The tpu_dist c10d::Backend (backend.h). A call prepares each tensor's
+// elements as one dense device buffer (running deferred work it depends on:
+// in Fused Eager that flushes the traces the inputs come from), runs the
+// collective's program now, and swaps the results into the output tensors'
+// storages. XLA runs programs in order per device, so a collective sits in
+// program order with the ops around it; Work::wait waits for its results
+// within the group's timeout.
+#include "distributed/backend.h"
+
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "device/storage.h"
+#include "distributed/programs.h"
+#include "exec/op_runner.h"
+#include "lowering/context.h"
+#include "runtime/collective_runtime.h"
+#include "runtime/modes.h"
+
+namespace torch_tpu::distributed {
+namespace {
+
+using runtime::BufferRef;
+using Clock = std::chrono::steady_clock;
+
+// Finished once every result buffer is computed. The future holds the
+// results at once: like a CUDA stream's, its values are usable in program
+// order on the device (an op reading them runs after the collective).
+class TpuWork final : public c10d::Work {
+ public:
+  TpuWork(c10d::OpType type, std::string what, std::vector<BufferRef> pending, std::vector<at::Tensor> result,
+          std::chrono::milliseconds timeout)
+      : Work(-1, type), what_(std::move(what)), pending_(std::move(pending)), result_(std::move(result)),
+        timeout_(timeout) {
+    future_ = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
+    future_->markCompleted(c10::IValue(result_));
+  }
+
+  bool isCompleted() override {
+    for (const auto& b : pending_)
+      if (!runtime::buffer_ready(b)) return false;
+    return true;
+  }
+  bool isSuccess() const override { return error_.empty(); }
+  std::vector<at::Tensor> result() override { return result_; }
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
+
+  bool wait(std::chrono::milliseconds timeout) override {
+    auto limit = timeout == kNoTimeout ? timeout_ : timeout;
+    auto deadline = Clock::now() + limit;
+    for (const auto& b : pending_) {
+      // Poll (a blocking wait could not give up at the deadline): spin
+      // briefly, then sleep with growing intervals up to 1 ms.
+      int spins = 0;
+      auto nap = std::chrono::microseconds(20);
+      while (!runtime::buffer_ready(b)) {
+        if (Clock::now() > deadline) {
+          error_ = "timed out";
+          runtime::note_job_failure();
+          C10_THROW_ERROR(DistBackendError,
+                          c10::str("tpu_dist: ", what_, " did not finish within the timeout of ", limit.count(),
+                                   " ms: a rank of the group did not join it (it is not running this collective, "
+                                   "is blocked, or died)"));
+        }
+        if (++spins < 64) {
+          std::this_thread::yield();
+        } else {
+          std::this_thread::sleep_for(nap);
+          nap = std::min(nap * 2, std::chrono::microseconds(1000));
+        }
+      }
+      try {
+        runtime::xla_buffer_wait(*b, what_.c_str());
+      } catch (const c10::Error& e) {
+        error_ = e.what_without_backtrace();
+        runtime::note_job_failure();
+        C10_THROW_ERROR(DistBackendError, c10::str("tpu_dist: ", what_, " failed: ", error_));
+      }
+    }
+    pending_.clear();
+    return true;
+  }
+
+ private:
+  std::string what_;
+  std::vector<BufferRef> pending_;
+  std::vector<at::Tensor> result_;
+  std::chrono::milliseconds timeout_;
+  std::string error_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+};
+
+bool dense(const at::Tensor& t) {
+  auto& sb = device::storage_buffer(t.storage());
+  return t.is_contiguous() && t.storage_offset() == 0 && device::storage_numel(t) == t.numel() &&
+         (!sb.buffer || sb.dtype == t.scalar_type());
+}
+
+// The tensor's elements as one 1-D device buffer of its dtype.
+BufferRef elements(const at::Tensor& t_in) {
+  at::Tensor t = dense(t_in) ? t_in : t_in.clone(at::MemoryFormat::Contiguous);
+  if (!dense(t)) {  // a clone that reinterprets: copy through a fresh tensor
+    at::Tensor fresh = exec::empty_tensor(t.sizes(), t.scalar_type(), t.device().index());
+    fresh.copy_(t);
+    t = fresh;
+  }
+  auto& sb = device::storage_buffer(t.storage());
+  hlo::TensorType type{lowering::element_type(t.scalar_type()), {t.numel()}};
+  if (!sb.buffer) {  // never written: zeros
+    at::Tensor zeros = at::zeros({t.numel()}, t.options().device(at::kCPU));
+    return runtime::get().to_device(zeros.const_data_ptr(), type, t.device().index());
+  }
+  return runtime::resolve_buffer(sb.buffer);
+}
+
+// A new tpu tensor of `sizes` whose elements are `buf`.
+at::Tensor wrap(const BufferRef& buf, at::IntArrayRef sizes, at::ScalarType dtype, int device) {
+  at::Tensor t = exec::empty_tensor(sizes, dtype, static_cast<c10::DeviceIndex>(device));
+  auto& sb = device::storage_buffer(t.storage());
+  sb.buffer = buf;
+  sb.dtype = dtype;
+  return t;
+}
+
+// Writes `buf` (dst's elements in order) into dst.
+void write(at::Tensor& dst, const BufferRef& buf) {
+  if (dense(dst)) {
+    auto& sb = device::storage_buffer(dst.storage());
+    sb.buffer = buf;
+    sb.dtype = dst.scalar_type();
+    return;
+  }
+  dst.copy_(wrap(buf, dst.sizes(), dst.scalar_type(), dst.device().index()));
+}
+
+Reduce reduce_kind(const c10d::ReduceOp& op, at::ScalarType dtype, bool& avg, const char* what) {
+  avg = false;
+  bool integral = at::isIntegralType(dtype, /*includeBool=*/true);
+  switch (op.op_) {
+    case c10d::ReduceOp::SUM: return Reduce::kSum;
+    case c10d::ReduceOp::AVG: avg = true; return Reduce::kSum;
+    case c10d::ReduceOp::PRODUCT: return Reduce::kProd;
+    case c10d::ReduceOp::MIN: return Reduce::kMin;
+    case c10d::ReduceOp::MAX: return Reduce::kMax;
+    case c10d::ReduceOp::BAND:
+    case c10d::ReduceOp::BOR:
+    case c10d::ReduceOp::BXOR:
+      TORCH_CHECK(integral, "tpu_dist: ", what, ": bitwise reduction on a ", dtype, " tensor (integers and bool only)");
+      return op.op_ == c10d::ReduceOp::BAND ? Reduce::kBand : op.op_ == c10d::ReduceOp::BOR ? Reduce::kBor : Reduce::kBxor;
+    default:
+      TORCH_CHECK(false, "tpu_dist: ", what, ": reduce op ", static_cast<int>(op.op_), " is not supported");
+  }
+}
+
+// Bool rides as uint8: SUM and MAX are OR, PRODUCT and MIN are AND.
+Reduce bool_reduce(Reduce r) {
+  switch (r) {
+    case Reduce::kSum: case Reduce::kMax: case Reduce::kBor: return Reduce::kMax;
+    case Reduce::kProd: case Reduce::kMin: case Reduce::kBand: return Reduce::kMin;
+    case Reduce::kBxor: return Reduce::kBxor;
+  }
+  return r;
+}
+
+class TpuDistBackend final : public c10d::Backend {
+ public:
+  TpuDistBackend(int rank, int size, std::vector<int64_t> global_ranks, std::chrono::milliseconds timeout,
+                 std::string group_name)
+      : Backend(rank, size), timeout_(timeout), group_name_(std::move(group_name)) {
+    if (global_ranks.empty())
+      for (int i = 0; i < size; ++i) global_ranks.push_back(i);
+    TORCH_CHECK(static_cast<int>(global_ranks.size()) == size, "tpu_dist: group of ", size, " ranks given ",
+                global_ranks.size(), " global ranks");
+    const auto& job = runtime::job();
+    TORCH_CHECK(size == 1 || job.active, "tpu_dist: a group of ", size, " ranks needs a job of processes; this ",
+                "process runs alone (set RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, as torchrun does, before ",
+                "the first tpu use)");
+    for (int64_t g : global_ranks) {
+      TORCH_CHECK(g >= 0 && g < std::max(job.world, 1), "tpu_dist: global rank ", g, " outside the job of ",
+                  job.world, " processes");
+      device_ids_.push_back(size == 1 ? 0 : runtime::process_device_id(static_cast<int>(g)));
+    }
+    global_ranks_ = std::move(global_ranks);
+  }
+
+  const std::string getBackendName() const override { return "tpu_dist"; }
+  void setTimeout(std::chrono::milliseconds timeout) override { timeout_ = timeout; }
+
+  c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
+                                           const c10d::AllreduceOptions& opts) override {
+    std::vector<BufferRef> pending;
+    for (auto& t : tensors) {
+      check(t, "allreduce");
+      bool avg;
+      Reduce r = reduce_kind(opts.reduceOp, t.scalar_type(), avg, "allreduce");
+      at::Tensor x = as_carried(t, r);
+      auto e = lowering::element_type(x.scalar_type());
+      auto out = run("allreduce", all_reduce_program(e, x.numel(), r, avg, getSize()), elements(x), e, x.numel());
+      write_back(t, x, out);
+      pending.push_back(out);
+    }
+    return work(c10d::OpType::ALLREDUCE, "allreduce", pending, tensors);
+  }
+
+  c10::intrusive_ptr<c10d::Work> allreduce_coalesced(std::vector<at::Tensor>& tensors,
+                                                     const c10d::AllreduceCoalescedOptions& opts) override {
+    return allreduce(tensors, opts);
+  }
+
+  c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors, const c10d::ReduceOptions& opts) override {
+    std::vector<BufferRef> pending;
+    for (auto& t : tensors) {
+      check(t, "reduce");
+      bool avg;
+      Reduce r = reduce_kind(opts.reduceOp, t.scalar_type(), avg, "reduce");
+      at::Tensor x = as_carried(t, r);
+      auto e = lowering::element_type(x.scalar_type());
+      auto out = run("reduce", all_reduce_program(e, x.numel(), r, avg, getSize()), elements(x), e, x.numel());
+      if (getRank() == opts.rootRank) write_back(t, x, out);
+      pending.push_back(out);
+    }
+    return work(c10d::OpType::REDUCE, "reduce", pending, tensors);
+  }
+
+  c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
+                                           const c10d::BroadcastOptions& opts) override {
+    std::vector<BufferRef> pending;
+    for (auto& t : tensors) {
+      check(t, "broadcast");
+      at::Tensor x = t.scalar_type() == at::kBool ? t.to(at::kByte) : t;
+      auto e = lowering::element_type(x.scalar_type());
+      auto out = run("broadcast", broadcast_program(e, x.numel(), opts.rootRank, getSize()), elements(x), e, x.numel());
+      write_back(t, x, out);
+      pending.push_back(out);
+    }
+    return work(c10d::OpType::BROADCAST, "broadcast", pending, tensors);
+  }
+
+  c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs,
+                                           std::vector<at::Tensor>& inputs, const c10d::AllgatherOptions&) override {
+    TORCH_CHECK(outputs.size() == inputs.size(), "tpu_dist: allgather: ", outputs.size(), " output lists for ",
+                inputs.size(), " inputs");
+    std::vector<BufferRef> pending;
+    std::vector<at::Tensor> results;
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      auto& in = inputs[k];
+      check(in, "allgather");
+      check_list(outputs[k], in, "allgather");
+      at::Tensor flat = gather_all(in, "allgather", pending);
+      int64_t n = in.numel();
+      for (int i = 0; i < getSize(); ++i) {
+        outputs[k][i].copy_(flat.narrow(0, i * n, n).view(in.sizes()));
+        results.push_back(outputs[k][i]);
+      }
+    }
+    return work(c10d::OpType::ALLGATHER, "allgather", pending, results);
+  }
+
+  c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& output, at::Tensor& input,
+                                                 const c10d::AllgatherOptions&) override {
+    check(input, "_allgather_base");
+    check(output, "_allgather_base");
+    check_base(output, input, "_allgather_base", "output", output.numel() == input.numel() * getSize());
+    std::vector<BufferRef> pending;
+    gather_into(output, input, "_allgather_base", pending);
+    return work(c10d::OpType::_ALLGATHER_BASE, "_allgather_base", pending, {output});
+  }
+
+  c10::intrusive_ptr<c10d::Work> allgather_into_tensor_coalesced(std::vector<at::Tensor>& outputs,
+                                                                 std::vector<at::Tensor>& inputs,
+                                                                 const c10d::AllgatherOptions&) override {
+    TORCH_CHECK(outputs.size() == inputs.size(), "tpu_dist: allgather_into_tensor_coalesced: ", outputs.size(),
+                " outputs for ", inputs.size(), " inputs");
+    std::vector<BufferRef> pending;
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      check(inputs[k], "allgather_into_tensor_coalesced");
+      check_base(outputs[k], inputs[k], "allgather_into_tensor_coalesced", "output",
+                 outputs[k].numel() == inputs[k].numel() * getSize());
+      gather_into(outputs[k], inputs[k], "allgather_into_tensor_coalesced", pending);
+    }
+    return work(c10d::OpType::COALESCED, "allgather_into_tensor_coalesced", pending, outputs);
+  }
+
+  c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+                                        const c10d::GatherOptions& opts) override {
+    TORCH_CHECK(inputs.size() == 1, "tpu_dist: gather takes one input tensor, got ", inputs.size());
+    auto& in = inputs[0];
+    check(in, "gather");
+    bool root = getRank() == opts.rootRank;
+    if (root) {
+      TORCH_CHECK(outputs.size() == 1, "tpu_dist: gather: root needs one output list");
+      check_list(outputs[0], in, "gather");
+    }
+    std::vector<BufferRef> pending;
+    at::Tensor flat = gather_all(in, "gather", pending);
+    std::vector<at::Tensor> results;
+    if (root) {
+      int64_t n = in.numel();
+      for (int i = 0; i < getSize(); ++i) {
+        outputs[0][i].copy_(flat.narrow(0, i * n, n).view(in.sizes()));
+        results.push_back(outputs[0][i]);
+      }
+    }
+    return work(c10d::OpType::GATHER, "gather", pending, results);
+  }
+
+  c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
+                                         const c10d::ScatterOptions& opts) override {
+    TORCH_CHECK(outputs.size() == 1, "tpu_dist: scatter takes one output tensor, got ", outputs.size());
+    auto& out = outputs[0];
+    check(out, "scatter");
+    at::Tensor x = out.scalar_type() == at::kBool ? out.to(at::kByte) : out;
+    int64_t n = out.numel();
+    at::Tensor send;
+    if (getRank() == opts.rootRank) {
+      TORCH_CHECK(inputs.size() == 1, "tpu_dist: scatter: root needs one input list");
+      check_list(inputs[0], out, "scatter");
+      std::vector<at::Tensor> flat;
+      for (auto& t : inputs[0]) flat.push_back(t.reshape({-1}).to(x.scalar_type()));
+      send = at::cat(flat);
+    } else {
+      send = exec::empty_tensor({n * getSize()}, x.scalar_type(), out.device().index());  // reads as zeros
+    }
+    auto e = lowering::element_type(x.scalar_type());
+    auto res = run("scatter", scatter_program(e, n, opts.rootRank, getSize()), elements(send), e, n);
+    write_back(out, x, res);
+    return work(c10d::OpType::SCATTER, "scatter", {res}, outputs);
+  }
+
+  c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor>& outputs,
+                                                std::vector<std::vector<at::Tensor>>& inputs,
+                                                const c10d::ReduceScatterOptions& opts) override {
+    TORCH_CHECK(outputs.size() == inputs.size(), "tpu_dist: reduce_scatter: ", outputs.size(), " outputs for ",
+                inputs.size(), " input lists");
+    std::vector<BufferRef> pending;
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      check(outputs[k], "reduce_scatter");
+      check_list(inputs[k], outputs[k], "reduce_scatter");
+      std::vector<at::Tensor> flat;
+      for (auto& t : inputs[k]) flat.push_back(t.reshape({-1}));
+      at::Tensor in = at::cat(flat);
+      scatter_into(outputs[k], in, opts, "reduce_scatter", pending);
+    }
+    return work(c10d::OpType::REDUCE_SCATTER, "reduce_scatter", pending, outputs);
+  }
+
+  c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(at::Tensor& output, at::Tensor& input,
+                                                      const c10d::ReduceScatterOptions& opts) override {
+    check(input, "_reduce_scatter_base");
+    check(output, "_reduce_scatter_base");
+    check_base(input, output, "_reduce_scatter_base", "input", input.numel() == output.numel() * getSize());
+    std::vector<BufferRef> pending;
+    scatter_into(output, input, opts, "_reduce_scatter_base", pending);
+    return work(c10d::OpType::_REDUCE_SCATTER_BASE, "_reduce_scatter_base", pending, {output});
+  }
+
+  c10::intrusive_ptr<c10d::Work> reduce_scatter_tensor_coalesced(std::vector<at::Tensor>& outputs,
+                                                                 std::vector<at::Tensor>& inputs,
+                                                                 const c10d::ReduceScatterOptions& opts) override {
+    TORCH_CHECK(outputs.size() == inputs.size(), "tpu_dist: reduce_scatter_tensor_coalesced: ", outputs.size(),
+                " outputs for ", inputs.size(), " inputs");
+    std::vector<BufferRef> pending;
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      check(inputs[k], "reduce_scatter_tensor_coalesced");
+      check_base(inputs[k], outputs[k], "reduce_scatter_tensor_coalesced", "input",
+                 inputs[k].numel() == outputs[k].numel() * getSize());
+      scatter_into(outputs[k], inputs[k], opts, "reduce_scatter_tensor_coalesced", pending);
+    }
+    return work(c10d::OpType::COALESCED, "reduce_scatter_tensor_coalesced", pending, outputs);
+  }
+
+  c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input,
+                                               std::vector<int64_t>& output_splits, std::vector<int64_t>& input_splits,
+                                               const c10d::AllToAllOptions&) override {
+    check(input, "alltoall_base");
+    check(output, "alltoall_base");
+    TORCH_CHECK(input.scalar_type() == output.scalar_type(), "tpu_dist: alltoall_base: input is ", input.scalar_type(),
+                ", output ", output.scalar_type());
+    int W = getSize();
+    int64_t row_in = input.dim() ? input.numel() / std::max<int64_t>(input.size(0), 1) : 1;
+    int64_t row_out = output.dim() ? output.numel() / std::max<int64_t>(output.size(0), 1) : 1;
+    auto counts = [&](const std::vector<int64_t>& splits, const at::Tensor& t, int64_t row, const char* which) {
+      std::vector<int64_t> c;
+      if (splits.empty()) {
+        TORCH_CHECK(t.dim() > 0 && t.size(0) % W == 0, "tpu_dist: alltoall_base: ", which, " of shape ", t.sizes(),
+                    " does not split evenly into ", W, " ranks");
+        for (int i = 0; i < W; ++i) c.push_back(t.numel() / W);
+      } else {
+        TORCH_CHECK(static_cast<int>(splits.size()) == W, "tpu_dist: alltoall_base: ", splits.size(), " ", which,
+                    " split sizes for ", W, " ranks");
+        int64_t total = 0;
+        for (int64_t s : splits) {
+          c.push_back(s * row);
+          total += s;
+        }
+        TORCH_CHECK(total == (t.dim() ? t.size(0) : 1), "tpu_dist: alltoall_base: ", which, " split sizes sum to ",
+                    total, " but its first dimension is ", t.size(0));
+      }
+      return c;
+    };
+    auto in_counts = counts(input_splits, input, row_in, "input");
+    auto out_counts = counts(output_splits, output, row_out, "output");
+    std::vector<BufferRef> pending;
+    at::Tensor flat = all_to_all_flat(input.reshape({-1}), in_counts, out_counts, "alltoall_base", pending);
+    output.copy_(flat.view(output.sizes()));
+    return work(c10d::OpType::ALLTOALL_BASE, "alltoall_base", pending, {output});
+  }
+
+  c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+                                          const c10d::AllToAllOptions&) override {
+    int W = getSize();
+    TORCH_CHECK(static_cast<int>(outputs.size()) == W && static_cast<int>(inputs.size()) == W,
+                "tpu_dist: alltoall needs ", W, " input and output tensors, got ", inputs.size(), " and ",
+                outputs.size());
+    std::vector<int64_t> in_counts, out_counts;
+    std::vector<at::Tensor> flat_in;
+    for (int i = 0; i < W; ++i) {
+      check(inputs[i], "alltoall");
+      check(outputs[i], "alltoall");
+      TORCH_CHECK(inputs[i].scalar_type() == inputs[0].scalar_type() &&
+                      outputs[i].scalar_type() == inputs[0].scalar_type(),
+                  "tpu_dist: alltoall: tensors of different dtypes");
+      in_counts.push_back(inputs[i].numel());
+      out_counts.push_back(outputs[i].numel());
+      flat_in.push_back(inputs[i].reshape({-1}));
+    }
+    std::vector<BufferRef> pending;
+    at::Tensor flat = all_to_all_flat(at::cat(flat_in), in_counts, out_counts, "alltoall", pending);
+    int64_t off = 0;
+    for (int i = 0; i < W; ++i) {
+      outputs[i].copy_(flat.narrow(0, off, out_counts[i]).view(outputs[i].sizes()));
+      off += out_counts[i];
+    }
+    return work(c10d::OpType::ALLTOALL, "alltoall", pending, outputs);
+  }
+
+  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dst, int tag) override {
+    TORCH_CHECK(tensors.size() == 1, "tpu_dist: send takes one tensor");
+    check(tensors[0], "send");
+    check_peer(dst, "send");
+    at::Tensor x = tensors[0].scalar_type() == at::kBool ? tensors[0].to(at::kByte) : tensors[0];
+    auto e = lowering::element_type(x.scalar_type());
+    std::string what = "send to rank " + std::to_string(dst);
+    auto out = run_on(what, send_program(e, x.numel()), {device_ids_[getRank()], device_ids_[dst]}, elements(x), e,
+                      x.numel());
+    return work(c10d::OpType::SEND, what, {out}, tensors);
+  }
+
+  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src, int tag) override {
+    TORCH_CHECK(tensors.size() == 1, "tpu_dist: recv takes one tensor");
+    auto& t = tensors[0];
+    check(t, "recv");
+    check_peer(src, "recv");
+    at::Tensor x = t.scalar_type() == at::kBool ? t.to(at::kByte) : t;
+    auto e = lowering::element_type(x.scalar_type());
+    std::string what = "recv from rank " + std::to_string(src);
+    auto out = run_on(what, send_program(e, x.numel()), {device_ids_[src], device_ids_[getRank()]}, elements(x), e,
+                      x.numel());
+    write_back(t, x, out);
+    return work(c10d::OpType::RECV, what, {out}, tensors);
+  }
+
+  c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions&) override {
+    // A one-element all-reduce: XLA runs it after everything queued before
+    // on this device, and it finishes only when every rank has reached it.
+    at::Tensor one = exec::empty_tensor({1}, at::kInt, 0);
+    auto out = run("barrier", all_reduce_program(hlo::ElementType::kI32, 1, Reduce::kSum, false, getSize()),
+                   elements(one), hlo::ElementType::kI32, 1);
+    return work(c10d::OpType::BARRIER, "barrier", {out}, {});
+  }
+
+ private:
+  std::string describe(const std::string& what) const {
+    return what + " on group " + (group_name_.empty() ? "(default)" : group_name_) + " (rank " +
+           std::to_string(getRank()) + " of " + std::to_string(getSize()) + ")";
+  }
+
+  c10::intrusive_ptr<c10d::Work> work(c10d::OpType type, const std::string& what, std::vector<BufferRef> pending,
+                                      std::vector<at::Tensor> results) {
+    return c10::make_intrusive<TpuWork>(type, describe(what), std::move(pending), std::move(results), timeout_);
+  }
+
+  void check(const at::Tensor& t, const char* what) const {
+    TORCH_CHECK(t.defined() && t.device().type() == c10::DeviceType::PrivateUse1, "tpu_dist: ", what,
+                " takes tpu tensors, got a tensor on ", t.defined() ? t.device().str() : std::string("(undefined)"),
+                " (use a \"cpu:gloo,tpu:tpu_dist\" group for cpu tensors)");
+    TORCH_CHECK(!t.is_complex(), "tpu_dist: ", what, ": complex tensors are not supported (",
+                t.scalar_type(), "); pass torch.view_as_real(t)");
+  }
+  void check_list(const std::vector<at::Tensor>& list, const at::Tensor& like, const char* what) const {
+    TORCH_CHECK(static_cast<int>(list.size()) == getSize(), "tpu_dist: ", what, ": the list has ", list.size(),
+                " tensors for a group of ", getSize());
+    for (const auto& t : list) {
+      check(t, what);
+      TORCH_CHECK(t.numel() == like.numel() && t.scalar_type() == like.scalar_type(), "tpu_dist: ", what,
+                  ": list tensor ", t.sizes(), " ", t.scalar_type(), " does not match ", like.sizes(), " ",
+                  like.scalar_type());
+    }
+  }
+  void check_base(const at::Tensor& big, const at::Tensor& small, const char* what, const char* which, bool ok) const {
+    TORCH_CHECK(big.scalar_type() == small.scalar_type(), "tpu_dist: ", what, ": output is ", big.scalar_type(),
+                " but input ", small.scalar_type());
+    TORCH_CHECK(ok, "tpu_dist: ", what, ": ", which, " of shape ", big.sizes(), " must hold ", getSize(),
+                " times the elements of shape ", small.sizes());
+  }
+  void check_peer(int peer, const char* what) const {
+    TORCH_CHECK(peer >= 0 && peer < getSize() && peer != getRank(), "tpu_dist: ", what, ": invalid peer rank ", peer,
+                " (this is rank ", getRank(), " of ", getSize(), ")");
+  }
+
+  // The tensor the program carries: bool as uint8.
+  at::Tensor as_carried(const at::Tensor& t, Reduce& r) const {
+    if (t.scalar_type() != at::kBool) return t;
+    r = bool_reduce(r);
+    return t.to(at::kByte);
+  }
+  void write_back(at::Tensor& t, const at::Tensor& carried, const BufferRef& out) const {
+    if (carried.scalar_type() == t.scalar_type()) {
+      write(t, out);
+    } else {
+      t.copy_(wrap(out, t.sizes(), carried.scalar_type(), t.device().index()));
+    }
+  }
+
+  at::Tensor gather_all(const at::Tensor& in, const char* what, std::vector<BufferRef>& pending) {
+    at::Tensor x = in.scalar_type() == at::kBool ? in.to(at::kByte) : in;
+    auto e = lowering::element_type(x.scalar_type());
+    int64_t n = x.numel();
+    auto out = run(what, all_gather_program(e, n, getSize()), elements(x), e, n * getSize());
+    pending.push_back(out);
+    at::Tensor flat = wrap(out, {n * getSize()}, x.scalar_type(), in.device().index());
+    return in.scalar_type() == x.scalar_type() ? flat : flat.to(in.scalar_type());
+  }
+  void gather_into(at::Tensor& output, const at::Tensor& input, const char* what, std::vector<BufferRef>& pending) {
+    at::Tensor x = input.scalar_type() == at::kBool ? input.to(at::kByte) : input;
+    auto e = lowering::element_type(x.scalar_type());
+    int64_t n = x.numel();
+    auto out = run(what, all_gather_program(e, n, getSize()), elements(x), e, n * getSize());
+    pending.push_back(out);
+    write_back(output, x, out);
+  }
+  void scatter_into(at::Tensor& output, const at::Tensor& input, const c10d::ReduceScatterOptions& opts,
+                    const char* what, std::vector<BufferRef>& pending) {
+    bool avg;
+    Reduce r = reduce_kind(opts.reduceOp, input.scalar_type(), avg, what);
+    at::Tensor x = as_carried(input, r);
+    auto e = lowering::element_type(x.scalar_type());
+    int64_t n = output.numel();
+    BufferRef out;
+    if (bitwise(r)) {  // reduced whole (programs.h), then this rank's block
+      auto all = run(what, all_reduce_program(e, n * getSize(), r, false, getSize()), elements(x), e, n * getSize());
+      at::Tensor mine = wrap(all, {n * getSize()}, x.scalar_type(), x.device().index()).narrow(0, n * getRank(), n);
+      out = elements(mine);
+    } else {
+      out = run(what, reduce_scatter_program(e, n, r, avg, getSize()), elements(x), e, n);
+    }
+    pending.push_back(out);
+    at::Tensor carried_out = x.scalar_type() == output.scalar_type() ? output : output.to(x.scalar_type());
+    write_back(output, carried_out, out);
+  }
+
+  // All-to-all of a flat input whose block for rank j has in_counts[j]
+  // elements; returns the blocks received (out_counts[i] from rank i)
+  // concatenated. Uneven blocks are padded to the largest block of the
+  // whole exchange, which the ranks first agree on with an all-gather.
+  at::Tensor all_to_all_flat(const at::Tensor& flat_in, const std::vector<int64_t>& in_counts,
+                             const std::vector<int64_t>& out_counts, const char* what, std::vector<BufferRef>& pending) {
+    int W = getSize();
+    at::ScalarType dtype = flat_in.scalar_type();
+    bool even = true;
+    for (int i = 0; i < W; ++i) even = even && in_counts[i] == in_counts[0] && out_counts[i] == in_counts[0];
+    int64_t c = in_counts[0];
+    if (!even) {
+      int64_t local = 0;
+      for (int i = 0; i < W; ++i) local = std::max({local, in_counts[i], out_counts[i]});
+      at::Tensor mine = at::full({1}, local, at::TensorOptions().dtype(at::kLong)).to(flat_in.device());
+      at::Tensor all = gather_all(mine, what, pending).cpu();
+      c = all.max().item<int64_t>();
+    }
+    at::Tensor x = dtype == at::kBool ? flat_in.to(at::kByte) : flat_in;
+    at::Tensor padded = x;
+    if (!even) {
+      std::vector<at::Tensor> blocks;
+      int64_t off = 0;
+      for (int j = 0; j < W; ++j) {
+        at::Tensor b = x.narrow(0, off, in_counts[j]);
+        off += in_counts[j];
+        blocks.push_back(at::constant_pad_nd(b, {0, c - in_counts[j]}, 0));
+      }
+      padded = at::cat(blocks);
+    }
+    auto e = lowering::element_type(x.scalar_type());
+    auto out = run(what, all_to_all_program(e, c, W), elements(padded), e, c * W);
+    pending.push_back(out);
+    at::Tensor got = wrap(out, {c * W}, x.scalar_type(), flat_in.device().index());
+    if (!even) {
+      std::vector<at::Tensor> blocks;
+      for (int i = 0; i < W; ++i) blocks.push_back(got.narrow(0, i * c, out_counts[i]));
+      got = at::cat(blocks);
+    }
+    return dtype == at::kBool ? got.to(at::kBool) : got;
+  }
+
+  BufferRef run(const std::string& what, const std::string& text, const BufferRef& arg, hlo::ElementType e,
+                int64_t out_n) {
+    return run_on(what, text, device_ids_, arg, e, out_n);
+  }
+
+  // Compiles (once per program and device assignment) and runs a
+  // collective now, in every eager mode.
+  BufferRef run_on(const std::string& what, const std::string& text, const std::vector<int64_t>& devices,
+                   const BufferRef& arg, hlo::ElementType e, int64_t out_n) {
+    runtime::RuntimeLock lock;
+    std::string key = text;
+    for (int64_t d : devices) key += "," + std::to_string(d);
+    static auto* programs = new std::unordered_map<std::string, runtime::ExecutableRef>();
+    auto it = programs->find(key);
+    if (it == programs->end()) {
+      hlo::TensorType out{e, {out_n}};
+      auto exe = runtime::compile_replicated(text, devices, 0, {out}, "tpu_dist " + what);
+      it = programs->emplace(key, exe).first;
+    }
+    // XLA:CPU may run the collective within the call: a peer that died or
+    // never came fails it here (after --xla_cpu_collective_timeout_seconds).
+    try {
+      return runtime::execute_now(*it->second, {arg}).at(0);
+    } catch (const c10::Error& e) {
+      runtime::note_job_failure();
+      C10_THROW_ERROR(DistBackendError, c10::str("tpu_dist: ", describe(what), " failed: ", e.what_without_backtrace()));
+    }
+  }
+
+  std::vector<int64_t> global_ranks_;
+  std::vector<int64_t> device_ids_;  // the global device of each group rank
+  std::chrono::milliseconds timeout_;
+  std::string group_name_;
+};
+
+}  // namespace
+
+c10::intrusive_ptr<c10d::Backend> make_backend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                                               std::vector<int64_t> global_ranks, std::chrono::milliseconds timeout,
+                                               std::string group_name) {
+  return c10::make_intrusive<TpuDistBackend>(rank, size, std::move(global_ranks), timeout, std::move(group_name));
+}
+
+}  // namespace torch_tpu::distributed

@@ -1,0 +1,195 @@
+// Generic-form StableHLO (what XLA parses most strictly) for the collective
+// programs; see programs.h.
+#include "distributed/programs.h"
+
+#include <c10/util/Exception.h>
+
+#include <sstream>
+
+namespace torch_tpu::distributed {
+namespace {
+
+using hlo::ElementType;
+
+std::string tensor(ElementType e, int64_t n) { return "tensor<" + std::to_string(n) + "x" + hlo::element_name(e) + ">"; }
+std::string scalar(ElementType e) { return std::string("tensor<") + hlo::element_name(e) + ">"; }
+
+// Every program: one group of all W replicas. A channel id keeps XLA's
+// cross-replica mode for all-reduce/gather/scatter; XLA:CPU's all-to-all
+// reads a channel id as cross-partition, so it goes without, and its
+// collective-permute crashes with one (jax 0.10.1).
+std::string group_attrs(int world, bool channel = true) {
+  std::string g = "replica_groups = dense<[[";
+  for (int i = 0; i < world; ++i) g += (i ? ", " : "") + std::to_string(i);
+  g += "]]> : tensor<1x" + std::to_string(world) + "xi64>";
+  if (channel) g += ", channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>";
+  return g;
+}
+
+std::string module(int world, const std::string& args, const std::string& result, const std::string& body) {
+  std::ostringstream m;
+  m << "module @collective attributes {mhlo.num_replicas = " << world << " : i32, mhlo.num_partitions = 1 : i32} {\n"
+    << "  func.func public @main(" << args << ") -> (" << result << ") {\n"
+    << body << "  }\n}\n";
+  return m.str();
+}
+
+const char* combiner(Reduce r) {
+  switch (r) {
+    case Reduce::kSum: return "stablehlo.add";
+    case Reduce::kProd: return "stablehlo.multiply";
+    case Reduce::kMin: return "stablehlo.minimum";
+    case Reduce::kMax: return "stablehlo.maximum";
+    case Reduce::kBand: return "stablehlo.and";
+    case Reduce::kBor: return "stablehlo.or";
+    case Reduce::kBxor: return "stablehlo.xor";
+  }
+  return "?";
+}
+
+std::string region(ElementType e, Reduce r) {
+  std::string s = scalar(e);
+  return "({\n    ^bb0(%a: " + s + ", %b: " + s + "):\n      %c = \"" + combiner(r) + "\"(%a, %b) : (" + s + ", " + s +
+         ") -> " + s + "\n      \"stablehlo.return\"(%c) : (" + s + ") -> ()\n    })";
+}
+
+std::string constant(ElementType e, int64_t n, const std::string& value, const std::string& name) {
+  return "    " + name + " = \"stablehlo.constant\"() {value = dense<" + value + "> : " + tensor(e, n) + "} : () -> " +
+         tensor(e, n) + "\n";
+}
+
+// %out = %in / W, for AVG.
+std::string divide_by_world(ElementType e, int64_t n, int world, const std::string& in, const std::string& out) {
+  std::string w = hlo::is_float(e) ? std::to_string(world) + ".0" : std::to_string(world);
+  return constant(e, n, w, "%w") + "    " + out + " = \"stablehlo.divide\"(" + in + ", %w) : (" + tensor(e, n) + ", " +
+         tensor(e, n) + ") -> " + tensor(e, n) + "\n";
+}
+
+// The integer type of the same width, for moving bits exactly.
+ElementType bits_type(ElementType e) {
+  switch (hlo::element_bits(e)) {
+    case 8: return ElementType::kI8;
+    case 16: return ElementType::kI16;
+    case 32: return ElementType::kI32;
+    case 64: return ElementType::kI64;
+  }
+  TORCH_CHECK(false, "tpu_dist: cannot move elements of type ", hlo::element_name(e), " bit for bit");
+}
+
+// %sel: %x's bits on replica `root`, zeros elsewhere; returns its type.
+ElementType root_bits(ElementType e, int64_t n, int root, std::string& body) {
+  ElementType b = bits_type(e);
+  body += "    %rid = \"stablehlo.replica_id\"() : () -> tensor<ui32>\n";
+  body += "    %root = \"stablehlo.constant\"() {value = dense<" + std::to_string(root) +
+          "> : tensor<ui32>} : () -> tensor<ui32>\n";
+  body += "    %is = \"stablehlo.compare\"(%rid, %root) {comparison_direction = #stablehlo<comparison_direction EQ>} : "
+          "(tensor<ui32>, tensor<ui32>) -> tensor<i1>\n";
+  std::string x = "%arg0";
+  if (b != e) {
+    body += "    %bits = \"stablehlo.bitcast_convert\"(%arg0) : (" + tensor(e, n) + ") -> " + tensor(b, n) + "\n";
+    x = "%bits";
+  }
+  body += constant(b, n, "0", "%zero");
+  body += "    %sel = \"stablehlo.select\"(%is, " + x + ", %zero) : (tensor<i1>, " + tensor(b, n) + ", " + tensor(b, n) +
+          ") -> " + tensor(b, n) + "\n";
+  return b;
+}
+
+std::string from_bits(ElementType e, ElementType b, int64_t n, const std::string& in, std::string& body) {
+  if (b == e) return in;
+  body += "    %back = \"stablehlo.bitcast_convert\"(" + in + ") : (" + tensor(b, n) + ") -> " + tensor(e, n) + "\n";
+  return "%back";
+}
+
+}  // namespace
+
+bool bitwise(Reduce r) { return r == Reduce::kBand || r == Reduce::kBor || r == Reduce::kBxor; }
+
+std::string all_reduce_program(ElementType e, int64_t n, Reduce r, bool avg, int world) {
+  std::string t = tensor(e, n);
+  if (bitwise(r)) {
+    // XLA:CPU's collectives reduce with add, multiply, min and max only:
+    // gather every rank's elements and combine them here.
+    std::string g = tensor(e, n * world);
+    std::string m = "tensor<" + std::to_string(world) + "x" + std::to_string(n) + "x" + hlo::element_name(e) + ">";
+    std::string body = "    %g = \"stablehlo.all_gather\"(%arg0) {all_gather_dim = 0 : i64, " + group_attrs(world) +
+                       "} : (" + t + ") -> " + g + "\n";
+    body += "    %m = \"stablehlo.reshape\"(%g) : (" + g + ") -> " + m + "\n";
+    std::string init = r != Reduce::kBand ? "0" : hlo::is_unsigned_int(e) ? "255" : "-1";
+    TORCH_CHECK(r != Reduce::kBand || !hlo::is_unsigned_int(e) || e == ElementType::kU8,
+                "tpu_dist: BAND of ", hlo::element_name(e), " is not supported");
+    body += "    %init = \"stablehlo.constant\"() {value = dense<" + init + "> : " + scalar(e) + "} : () -> " + scalar(e) +
+            "\n";
+    body += "    %r = \"stablehlo.reduce\"(%m, %init) " + region(e, r) + " {dimensions = array<i64: 0>} : (" + m + ", " +
+            scalar(e) + ") -> " + t + "\n";
+    body += "    \"func.return\"(%r) : (" + t + ") -> ()\n";
+    return module(world, "%arg0: " + t, t, body);
+  }
+  std::string body = "    %r = \"stablehlo.all_reduce\"(%arg0) " + region(e, r) + " {" + group_attrs(world) + "} : (" + t +
+                     ") -> " + t + "\n";
+  std::string res = "%r";
+  if (avg) {
+    body += divide_by_world(e, n, world, "%r", "%avg");
+    res = "%avg";
+  }
+  body += "    \"func.return\"(" + res + ") : (" + t + ") -> ()\n";
+  return module(world, "%arg0: " + t, t, body);
+}
+
+std::string all_gather_program(ElementType e, int64_t n, int world) {
+  std::string in = tensor(e, n), out = tensor(e, n * world);
+  std::string body = "    %r = \"stablehlo.all_gather\"(%arg0) {all_gather_dim = 0 : i64, " + group_attrs(world) + "} : (" +
+                     in + ") -> " + out + "\n    \"func.return\"(%r) : (" + out + ") -> ()\n";
+  return module(world, "%arg0: " + in, out, body);
+}
+
+std::string reduce_scatter_program(ElementType e, int64_t n, Reduce r, bool avg, int world) {
+  std::string in = tensor(e, n * world), out = tensor(e, n);
+  std::string body = "    %r = \"stablehlo.reduce_scatter\"(%arg0) " + region(e, r) + " {scatter_dimension = 0 : i64, " +
+                     group_attrs(world) + "} : (" + in + ") -> " + out + "\n";
+  std::string res = "%r";
+  if (avg) {
+    body += divide_by_world(e, n, world, "%r", "%avg");
+    res = "%avg";
+  }
+  body += "    \"func.return\"(" + res + ") : (" + out + ") -> ()\n";
+  return module(world, "%arg0: " + in, out, body);
+}
+
+std::string broadcast_program(ElementType e, int64_t n, int root, int world) {
+  std::string body;
+  ElementType b = root_bits(e, n, root, body);
+  body += "    %r = \"stablehlo.all_reduce\"(%sel) " + region(b, Reduce::kSum) + " {" + group_attrs(world) + "} : (" +
+          tensor(b, n) + ") -> " + tensor(b, n) + "\n";
+  std::string res = from_bits(e, b, n, "%r", body);
+  body += "    \"func.return\"(" + res + ") : (" + tensor(e, n) + ") -> ()\n";
+  return module(world, "%arg0: " + tensor(e, n), tensor(e, n), body);
+}
+
+std::string scatter_program(ElementType e, int64_t n, int root, int world) {
+  std::string body;
+  ElementType b = root_bits(e, n * world, root, body);
+  body += "    %r = \"stablehlo.reduce_scatter\"(%sel) " + region(b, Reduce::kSum) + " {scatter_dimension = 0 : i64, " +
+          group_attrs(world) + "} : (" + tensor(b, n * world) + ") -> " + tensor(b, n) + "\n";
+  std::string res = from_bits(e, b, n, "%r", body);
+  body += "    \"func.return\"(" + res + ") : (" + tensor(e, n) + ") -> ()\n";
+  return module(world, "%arg0: " + tensor(e, n * world), tensor(e, n), body);
+}
+
+std::string all_to_all_program(ElementType e, int64_t c, int world) {
+  std::string t = tensor(e, c * world);
+  std::string body = "    %r = \"stablehlo.all_to_all\"(%arg0) {split_dimension = 0 : i64, concat_dimension = 0 : i64, "
+                     "split_count = " + std::to_string(world) + " : i64, " + group_attrs(world, false) + "} : (" + t + ") -> " +
+                     t + "\n    \"func.return\"(%r) : (" + t + ") -> ()\n";
+  return module(world, "%arg0: " + t, t, body);
+}
+
+std::string send_program(ElementType e, int64_t n) {
+  std::string t = tensor(e, n);
+  std::string body = "    %r = \"stablehlo.collective_permute\"(%arg0) {source_target_pairs = dense<[[0, 1]]> : "
+                     "tensor<1x2xi64>} : (" + t +
+                     ") -> " + t + "\n    \"func.return\"(%r) : (" + t + ") -> ()\n";
+  return module(2, "%arg0: " + t, t, body);
+}
+
+}  // namespace torch_tpu::distributed

@@ -1,0 +1,37 @@
+// StableHLO text of the collective programs tpu_dist runs (docs/design.md,
+// "Distributed"). Every program works on 1-D arrays (a tensor's elements),
+// is replicated over the W devices of a group (mhlo.num_replicas = W) and
+// names all of them in one replica group, so XLA carries the bytes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "hlo/types.h"
+
+namespace torch_tpu::distributed {
+
+enum class Reduce { kSum, kProd, kMin, kMax, kBand, kBor, kBxor };
+bool bitwise(Reduce r);
+
+// (n) -> (n); `avg` divides the sum by W.
+std::string all_reduce_program(hlo::ElementType e, int64_t n, Reduce r, bool avg, int world);
+// (n) -> (W*n), rank i's block at i*n.
+std::string all_gather_program(hlo::ElementType e, int64_t n, int world);
+// (W*n) -> (n): block i reduced over ranks lands on rank i.
+std::string reduce_scatter_program(hlo::ElementType e, int64_t n, Reduce r, bool avg, int world);
+// (n) -> (n): root's elements on every rank, bit for bit (an integer sum
+// of root's bits with every other rank's zeros; XLA:CPU has no
+// collective_broadcast). Bitwise reductions gather and combine locally
+// (XLA:CPU's collectives reduce with add, multiply, min, max only).
+std::string broadcast_program(hlo::ElementType e, int64_t n, int root, int world);
+// (W*n) -> (n): block i of root's input on rank i, bit for bit.
+std::string scatter_program(hlo::ElementType e, int64_t n, int root, int world);
+// (W*c) -> (W*c): block j goes to rank j, arriving as block i from rank i.
+std::string all_to_all_program(hlo::ElementType e, int64_t c, int world);
+// (n) -> (n) over 2 replicas: replica 0's elements arrive on replica 1.
+std::string send_program(hlo::ElementType e, int64_t n);
+
+}  // namespace torch_tpu::distributed

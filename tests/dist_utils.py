@@ -1,0 +1,78 @@
+"""Runs a script as a small torchrun-style job of local processes, bounded
+by a timeout; every child is killed on the way out, whatever happens."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+
+def free_port_pair():
+    """A port p with p and p + 1 free: torch's store on p, jax's coordinator on p + 1."""
+    for _ in range(50):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            p = s.getsockname()[1]
+        if p >= 65535:
+            continue
+        try:
+            with socket.socket() as s2:
+                s2.bind(("127.0.0.1", p + 1))
+            return p
+        except OSError:
+            continue
+    raise RuntimeError("no free port pair")
+
+
+def run_job(args, nproc=2, timeout=120, env=None, kill_rank=None):
+    """Runs `python args...` as ranks 0..nproc-1; returns [(rc, output)].
+
+    A rank still running at `timeout` is killed (rc None)."""
+    port = free_port_pair()
+    procs = []
+    try:
+        for r in range(nproc):
+            e = dict(os.environ)
+            e.update(
+                RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE=str(nproc), LOCAL_WORLD_SIZE=str(nproc),
+                MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), PYTHONPATH=ROOT + os.pathsep + e.get("PYTHONPATH", ""),
+                TORCH_DEVICE_BACKEND_AUTOLOAD="1",
+            )
+            e.pop("TORCH_TPU_NUM_DEVICES", None)
+            if env:
+                e.update(env)
+            procs.append(subprocess.Popen([sys.executable, *args], env=e, stdout=subprocess.PIPE,
+                                          stderr=subprocess.STDOUT, text=True, start_new_session=True))
+        deadline = time.monotonic() + timeout
+        outs = []
+        for p in procs:
+            left = max(0.1, deadline - time.monotonic())
+            try:
+                out, _ = p.communicate(timeout=left)
+                outs.append((p.returncode, out))
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                out, _ = p.communicate()
+                outs.append((None, out))
+        return outs
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                p.wait()
+
+
+def check_job(outs):
+    """Asserts every rank exited 0, showing their output otherwise."""
+    bad = [(r, rc, out) for r, (rc, out) in enumerate(outs) if rc != 0]
+    assert not bad, "\n".join(f"--- rank {r} rc={rc}\n{out[-6000:]}" for r, rc, out in bad)

@@ -1,0 +1,347 @@
+"""One rank of the distributed tests (test_distributed.py runs it as a job
+through dist_utils.run_job). `python dist_worker.py SCENARIO`: exits 0 when
+every check passed, prints FAIL lines and exits 1 otherwise."""
+
+import datetime
+import os
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+
+import torch_tpu  # noqa: F401
+
+FAILS = []
+W = int(os.environ["WORLD_SIZE"])
+RANK = int(os.environ["RANK"])
+DTYPES = [torch.float32, torch.bfloat16, torch.float16, torch.int32, torch.int64, torch.bool]
+
+
+def data(rank, dtype, shape=(3, 5), seed=0):
+    """The same rank's data on every rank (so any rank can compute the answer)."""
+    g = torch.Generator().manual_seed(1000 * seed + rank)
+    if dtype.is_floating_point:
+        return torch.randn(shape, generator=g).to(dtype)
+    if dtype == torch.bool:
+        return torch.randint(0, 2, shape, generator=g).bool()
+    return torch.randint(-20, 20, shape, generator=g).to(dtype)
+
+
+def check(name, want, got):
+    got = got.cpu()
+    ok = want.dtype == got.dtype and want.shape == got.shape and torch.equal(want, got)
+    if not ok and (want.dtype.is_floating_point or want.dtype.is_complex) and want.shape == got.shape \
+            and want.dtype == got.dtype and W > 2:
+        # more than 2 ranks: XLA and the reference may sum in different orders
+        ok = torch.allclose(want, got, atol=1e-2, rtol=1e-2) if want.dtype.is_complex else \
+            torch.allclose(want.float(), got.float(), atol=1e-2, rtol=1e-2)
+    if not ok:
+        FAILS.append(f"{name}: want {want.dtype} {tuple(want.shape)} {want.flatten()[:6].tolist()} "
+                     f"got {got.dtype} {tuple(got.shape)} {got.flatten()[:6].tolist()}")
+
+
+def gloo_ok(dtype):
+    return dtype != torch.bool
+
+
+def reduce_all(op, dtype, shape=(3, 5), seed=0):
+    """The reduction of every rank's data, computed here."""
+    xs = torch.stack([data(r, dtype, shape, seed) for r in range(W)])
+    if dtype == torch.bool:
+        return {dist.ReduceOp.SUM: xs.any(0), dist.ReduceOp.MAX: xs.any(0), dist.ReduceOp.MIN: xs.all(0),
+                dist.ReduceOp.PRODUCT: xs.all(0)}[op]
+    if op == dist.ReduceOp.AVG:
+        return (xs.double().sum(0) / W).to(dtype)
+    raise AssertionError(op)
+
+
+def collectives():
+    dist.init_process_group("cpu:gloo,tpu:tpu_dist", timeout=datetime.timedelta(seconds=60))
+    assert dist.get_rank() == RANK and dist.get_world_size() == W
+    R = dist.ReduceOp
+    for dtype in DTYPES:
+        ops = [R.SUM, R.PRODUCT, R.MIN, R.MAX]
+        if not dtype.is_floating_point and dtype != torch.bool:
+            ops += [R.BAND, R.BOR, R.BXOR]
+        for op in ops:
+            x = data(RANK, dtype)
+            t = x.to("tpu")
+            dist.all_reduce(t, op=op)
+            if gloo_ok(dtype):
+                c = x.clone()
+                dist.all_reduce(c, op=op)
+            else:
+                c = reduce_all(op, dtype)
+            check(f"all_reduce {op} {dtype}", c, t)
+        if dtype.is_floating_point:
+            t = data(RANK, dtype).to("tpu")
+            dist.all_reduce(t, op=R.AVG)
+            check(f"all_reduce AVG {dtype}", reduce_all(R.AVG, dtype), t)
+
+        # a non-contiguous view, reduced in place
+        x = data(RANK, dtype, (5, 3))
+        base = x.to("tpu")
+        view = base.t()
+        dist.all_reduce(view, op=R.MAX)
+        c = x.clone()
+        if gloo_ok(dtype):
+            dist.all_reduce(c, op=R.MAX)
+        else:
+            c = reduce_all(R.MAX, dtype, (5, 3))
+        check(f"all_reduce non-contiguous {dtype}", c, base)
+
+        # broadcast from the last rank
+        src = W - 1
+        x = data(RANK, dtype)
+        t = x.to("tpu")
+        dist.broadcast(t, src=src)
+        check(f"broadcast {dtype}", data(src, dtype), t)
+
+        # all_gather (list) and all_gather_into_tensor
+        x = data(RANK, dtype)
+        outs = [torch.empty_like(x).to("tpu") for _ in range(W)]
+        dist.all_gather(outs, x.to("tpu"))
+        for r in range(W):
+            check(f"all_gather[{r}] {dtype}", data(r, dtype), outs[r])
+        big = torch.empty((W * 3, 5), dtype=dtype, device="tpu")
+        dist.all_gather_into_tensor(big, x.to("tpu"))
+        check(f"all_gather_into_tensor {dtype}", torch.cat([data(r, dtype) for r in range(W)]), big)
+        if gloo_ok(dtype):
+            cbig = torch.empty((W * 3, 5), dtype=dtype)
+            dist.all_gather_into_tensor(cbig, x)
+            check(f"all_gather_into_tensor vs gloo {dtype}", cbig, big)
+
+        # reduce_scatter (list) and reduce_scatter_tensor, SUM (and AVG for floats)
+        if dtype != torch.bool:
+            full = data(RANK, dtype, (W * 2, 5), seed=1)
+            t_out = torch.empty((2, 5), dtype=dtype, device="tpu")
+            dist.reduce_scatter_tensor(t_out, full.to("tpu"), op=R.SUM)
+            c_out = torch.empty((2, 5), dtype=dtype)
+            dist.reduce_scatter_tensor(c_out, full, op=R.SUM)
+            check(f"reduce_scatter_tensor SUM {dtype}", c_out, t_out)
+            t_out2 = torch.empty((2, 5), dtype=dtype, device="tpu")
+            dist.reduce_scatter(t_out2, [c.to("tpu") for c in full.chunk(W)], op=R.MAX)
+            c_out2 = torch.empty((2, 5), dtype=dtype)
+            dist.reduce_scatter(c_out2, list(full.chunk(W)), op=R.MAX)
+            check(f"reduce_scatter list MAX {dtype}", c_out2, t_out2)
+            if dtype.is_floating_point:
+                t_avg = torch.empty((2, 5), dtype=dtype, device="tpu")
+                dist.reduce_scatter_tensor(t_avg, full.to("tpu"), op=R.AVG)
+                want = reduce_all(R.AVG, dtype, (W * 2, 5), seed=1)[2 * RANK:2 * RANK + 2]
+                check(f"reduce_scatter_tensor AVG {dtype}", want, t_avg)
+
+        # reduce to rank 0, gather to rank W-1, scatter from rank 0
+        if dtype != torch.bool:
+            x = data(RANK, dtype)
+            t = x.to("tpu")
+            dist.reduce(t, dst=0, op=R.SUM)
+            c = x.clone()
+            dist.reduce(c, dst=0, op=R.SUM)
+            if RANK == 0:
+                check(f"reduce {dtype}", c, t)
+        x = data(RANK, dtype)
+        gl = [torch.empty_like(x).to("tpu") for _ in range(W)] if RANK == W - 1 else None
+        dist.gather(x.to("tpu"), gl, dst=W - 1)
+        if RANK == W - 1:
+            for r in range(W):
+                check(f"gather[{r}] {dtype}", data(r, dtype), gl[r])
+        sl = [data(r, dtype, seed=2).to("tpu") for r in range(W)] if RANK == 0 else None
+        t = torch.empty((3, 5), dtype=dtype, device="tpu")
+        dist.scatter(t, sl, src=0)
+        check(f"scatter {dtype}", data(RANK, dtype, seed=2), t)
+
+        # all_to_all_single: equal and uneven splits; all_to_all lists
+        x = data(RANK, dtype, (W * 2, 3), seed=3)
+        t_out = torch.empty((W * 2, 3), dtype=dtype, device="tpu")
+        dist.all_to_all_single(t_out, x.to("tpu"))
+        want = torch.cat([data(r, dtype, (W * 2, 3), seed=3)[2 * RANK:2 * RANK + 2] for r in range(W)])
+        check(f"all_to_all_single {dtype}", want, t_out)
+        # rank r sends r + j + 1 rows to rank j
+        def rows(r, j):
+            return r + j + 1
+        def sent(r):
+            return data(r, dtype, (sum(rows(r, j) for j in range(W)), 3), seed=4)
+        in_splits = [rows(RANK, j) for j in range(W)]
+        out_splits = [rows(i, RANK) for i in range(W)]
+        t_out = torch.empty((sum(out_splits), 3), dtype=dtype, device="tpu")
+        dist.all_to_all_single(t_out, sent(RANK).to("tpu"), out_splits, in_splits)
+        want = []
+        for i in range(W):
+            off = sum(rows(i, j) for j in range(RANK))
+            want.append(sent(i)[off:off + rows(i, RANK)])
+        check(f"all_to_all_single uneven {dtype}", torch.cat(want), t_out)
+        ins = [data(RANK * W + j, dtype, (j + 1, 2), seed=5).to("tpu") for j in range(W)]
+        outs = [torch.empty((RANK + 1, 2), dtype=dtype, device="tpu") for _ in range(W)]
+        dist.all_to_all(outs, ins)
+        for i in range(W):
+            check(f"all_to_all[{i}] {dtype}", data(i * W + RANK, dtype, (RANK + 1, 2), seed=5), outs[i])
+
+    # send / recv around a ring of even/odd pairs (rank 2k <-> 2k+1)
+    peer = RANK ^ 1
+    if peer < W:
+        x = data(RANK, torch.float32, seed=6)
+        t = torch.empty((3, 5), device="tpu")
+        if RANK % 2 == 0:
+            dist.send(x.to("tpu"), peer)
+            dist.recv(t, peer)
+        else:
+            dist.recv(t, peer)
+            dist.send(x.to("tpu"), peer)
+        check("send/recv", data(peer, torch.float32, seed=6), t)
+
+    # async_op: several in flight, then wait
+    ts = [data(RANK, torch.float32, seed=7 + k).to("tpu") for k in range(3)]
+    works = [dist.all_reduce(t, async_op=True) for t in ts]
+    for w in works:
+        assert w.wait()
+    fut = dist.all_reduce(ts[0], async_op=True).get_future()
+    fut.wait()
+    for k in range(3):
+        want = sum(data(r, torch.float32, seed=7 + k).double() for r in range(W)).float()
+        if k == 0:
+            want = (want * W)
+        check(f"async all_reduce {k}", want, ts[k])
+
+    # a subgroup (ranks 0 and the last), tpu_dist over its own devices
+    members = [0, W - 1]
+    sub = dist.new_group(members)
+    if RANK in members:
+        t = data(RANK, torch.float32, seed=8).to("tpu")
+        dist.all_reduce(t, group=sub)
+        want = sum(data(r, torch.float32, seed=8) for r in members)
+        check("subgroup all_reduce", want, t)
+
+    # complex tensors: torch passes them as real views
+    z = torch.complex(data(RANK, torch.float32), data(RANK, torch.float32, seed=9)).to("tpu")
+    dist.all_reduce(z)
+    want = sum(torch.complex(data(r, torch.float32), data(r, torch.float32, seed=9)) for r in range(W))
+    check("complex all_reduce", want, z)
+
+    # bad input: a clear error naming the collective
+    try:
+        dist.all_gather_into_tensor(torch.empty(W * 3 + 1, device="tpu"), torch.ones(3, device="tpu"))
+        FAILS.append("all_gather_into_tensor with a wrong output size did not raise")
+    except Exception as e:  # noqa: BLE001
+        if "_allgather_base" not in str(e) or "must hold" not in str(e):
+            FAILS.append(f"wrong output size raised an unclear error: {e}")
+
+    dist.barrier()
+    assert torch.tpu.device_count() == 1 and torch.tensor([1.0], device="tpu").device == torch.device("tpu:0")
+    dist.destroy_process_group()
+
+
+def _expect_dist_error(what):
+    """Runs an all_reduce that cannot complete; prints how it failed."""
+    start = time.monotonic()
+    try:
+        t = torch.ones(4, device="tpu")
+        dist.all_reduce(t)
+        t.cpu()
+        FAILS.append(f"{what}: all_reduce returned")
+    except dist.DistBackendError as e:
+        msg = str(e)
+        print(f"rank {RANK}: {what}: DistBackendError after {time.monotonic() - start:.1f} s: {msg[:300]}", flush=True)
+        if "allreduce" not in msg or "group" not in msg:
+            FAILS.append(f"{what}: the error does not name the collective and group: {msg}")
+    except Exception as e:  # noqa: BLE001
+        FAILS.append(f"{what}: raised {type(e).__name__}, not DistBackendError: {e}")
+
+
+def peer_absent():
+    """Rank 1 never joins the second all_reduce: rank 0 raises within the timeout."""
+    dist.init_process_group("tpu_dist", timeout=datetime.timedelta(seconds=5))
+    t = torch.ones(4, device="tpu")
+    dist.all_reduce(t)
+    check("warm-up all_reduce", torch.full((4,), float(W)), t)
+    if RANK == 0:
+        _expect_dist_error("absent peer")
+    else:
+        time.sleep(7)  # past rank 0's timeout, then leave the job
+
+
+def peer_dies():
+    """Rank 1 dies after the first all_reduce: rank 0's next one raises."""
+    dist.init_process_group("tpu_dist", timeout=datetime.timedelta(seconds=5))
+    t = torch.ones(4, device="tpu")
+    dist.all_reduce(t)
+    check("warm-up all_reduce", torch.full((4,), float(W)), t)
+    if RANK == 1:
+        os._exit(0)
+    time.sleep(1)
+    _expect_dist_error("dead peer")
+
+
+def ddp():
+    """DDP over tpu_dist, 10 SGD steps, against one process training on the
+    global batch on CPU (parameters to 1e-5)."""
+    import torch.nn as nn
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    dist.init_process_group("cpu:gloo,tpu:tpu_dist", timeout=datetime.timedelta(seconds=120))
+
+    def model():
+        torch.manual_seed(0)
+        return nn.Sequential(nn.Linear(8, 16), nn.LayerNorm(16), nn.GELU(), nn.Linear(16, 4))
+
+    ref = model()
+    net = DDP(model().to("tpu"))  # no device_ids
+    # different initial weights on rank 1 must be overwritten by rank 0's broadcast
+    ref_opt = torch.optim.SGD(ref.parameters(), lr=0.1)
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    per_rank = 4
+    g = torch.Generator().manual_seed(123)
+    for step in range(10):
+        x = torch.randn(W * per_rank, 8, generator=g)
+        y = torch.randn(W * per_rank, 4, generator=g)
+        mine = slice(RANK * per_rank, (RANK + 1) * per_rank)
+        opt.zero_grad()
+        loss = nn.functional.mse_loss(net(x[mine].to("tpu")), y[mine].to("tpu"))
+        loss.backward()
+        opt.step()
+        ref_opt.zero_grad()
+        nn.functional.mse_loss(ref(x), y).backward()
+        ref_opt.step()
+    for (name, p), q in zip(net.module.named_parameters(), ref.parameters()):
+        got = p.detach().cpu()
+        if not torch.allclose(got, q.detach(), atol=1e-5, rtol=0):
+            FAILS.append(f"ddp {name}: max diff {(got - q.detach()).abs().max().item():.3g}")
+    dist.destroy_process_group()
+
+
+def reinit():
+    """destroy_process_group, then a new init_process_group in the same process."""
+    import tempfile
+
+    for k in range(2):
+        # A file store per group: re-creating the TCP store on one port races
+        # (a fast rank can reach the old store before it is gone), with any backend.
+        path = os.path.join(tempfile.gettempdir(), f"torch_tpu_reinit_{os.environ['MASTER_PORT']}_{k}")
+        dist.init_process_group("cpu:gloo,tpu:tpu_dist", init_method=f"file://{path}", rank=RANK, world_size=W,
+                                timeout=datetime.timedelta(seconds=60))
+        t = torch.full((3,), float(RANK + k), device="tpu")
+        dist.all_reduce(t)
+        check(f"all_reduce in group {k}", torch.full((3,), float(sum(r + k for r in range(W)))), t)
+        dist.destroy_process_group()
+
+
+def launched():
+    """Run by `python -m torch_tpu.distributed.launch`: one all_reduce."""
+    dist.init_process_group()
+    t = torch.full((2,), float(RANK + 1), device="tpu")
+    dist.all_reduce(t)
+    check("launched all_reduce", torch.full((2,), float(W * (W + 1) // 2)), t)
+    print(f"rank {RANK}: topology {os.environ.get('TORCH_TPU_TOPOLOGY')}", flush=True)
+    dist.destroy_process_group()
+
+
+def main():
+    globals()[sys.argv[1]]()
+    for f in FAILS:
+        print(f"FAIL rank {RANK}: {f}", flush=True)
+    print(f"rank {RANK}: {len(FAILS)} failure(s)", flush=True)
+    sys.exit(1 if FAILS else 0)
+
+
+if __name__ == "__main__":
+    main()
