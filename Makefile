@@ -35,7 +35,7 @@ $(BENCH_DEPS): benchmarks/requirements.txt $(DEPS)
 
 # PyTorch's OpInfo suite on tpu vs CPU -> docs/opinfo.md (about an hour here).
 opinfo: $(EXT)
-	$(PY) tools/opinfo_report.py
+	$(PY) tools/opinfo_report.py --modules
 
 $(DEPS): requirements.txt pyproject.toml
 	@command -v ccache >/dev/null 2>&1 || (apt-get install -y -q ccache >/dev/null 2>&1 || (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q ccache >/dev/null 2>&1) || echo "ccache not available; building without it")
