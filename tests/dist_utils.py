@@ -5,30 +5,14 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 
+from torch_tpu.distributed.launch import free_port_pair  # noqa: E402,F401  (one copy, the launcher's)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-
-
-def free_port_pair():
-    """A port p with p and p + 1 free: torch's store on p, jax's coordinator on p + 1."""
-    for _ in range(50):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            p = s.getsockname()[1]
-        if p >= 65535:
-            continue
-        try:
-            with socket.socket() as s2:
-                s2.bind(("127.0.0.1", p + 1))
-            return p
-        except OSError:
-            continue
-    raise RuntimeError("no free port pair")
 
 
 def run_job(args, nproc=2, timeout=120, env=None, kill_rank=None):

@@ -317,28 +317,11 @@ class XlaRuntime final : public Runtime {
     py::gil_scoped_acquire gil;
     DeferredRelease::instance().drain();
     check_device(device);
-    auto& disk = cache::DiskCache::instance();
     try {
       py::object dl = device_list_cls_(py::make_tuple(devices_[device]));
       py::object options = compile_options(device);
-      std::string key;
-      if (disk.enabled()) {
-        key = cache::make_key(text, key_inputs(device));
-        if (py::object exe = load_cached(disk, key, dl, options); !exe.is_none()) {
-          if (log_recompiles()) log_load(text, what);
-          return std::make_shared<JaxExecutable>(std::move(exe), device, parse_result_types(text));
-        }
-        disk.note_miss();
-      }
-      dump_program(text, what);
-      auto start = std::chrono::steady_clock::now();
-      py::object exe = backend_.attr("compile_and_load")(py::bytes(text), dl, options);
-      double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      compile_seconds_ += seconds;
-      ++compiles_;
-      if (log_recompiles()) log_compile(text, what, seconds);
-      if (disk.enabled()) store_cached(disk, key, exe);
-      return std::make_shared<JaxExecutable>(std::move(exe), device, parse_result_types(text));
+      return std::make_shared<JaxExecutable>(load_or_compile(text, dl, options, device, "", what), device,
+                                             parse_result_types(text));
     } catch (py::error_already_set& e) {
       TORCH_CHECK(false, "torch_tpu: XLA could not compile the program for ", what, ": ", e.what(),
                   "\n--- StableHLO ---\n", text);
@@ -429,7 +412,6 @@ class XlaRuntime final : public Runtime {
     py::gil_scoped_acquire gil;
     DeferredRelease::instance().drain();
     check_device(device);
-    auto& disk = cache::DiskCache::instance();
     try {
       py::tuple devs(device_ids.size());
       py::list grid;
@@ -443,24 +425,8 @@ class XlaRuntime final : public Runtime {
       py::object options = compile_options_cls_();
       options.attr("num_replicas") = static_cast<int>(device_ids.size());
       options.attr("device_assignment") = device_assignment_cls_.attr("create")(numpy_.attr("array")(grid, "int32"));
-      std::string key;
-      if (disk.enabled()) {
-        auto in = key_inputs(device);
-        in["device_assignment"] = assignment;
-        key = cache::make_key(text, in);
-        if (py::object exe = load_cached(disk, key, dl, options); !exe.is_none())
-          return std::make_shared<JaxExecutable>(std::move(exe), device, std::move(out_types));
-        disk.note_miss();
-      }
-      dump_program(text, what);
-      auto start = std::chrono::steady_clock::now();
-      py::object exe = backend_.attr("compile_and_load")(py::bytes(text), dl, options);
-      double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      compile_seconds_ += seconds;
-      ++compiles_;
-      if (log_recompiles()) log_compile(text, what, seconds);
-      if (disk.enabled()) store_cached(disk, key, exe);
-      return std::make_shared<JaxExecutable>(std::move(exe), device, std::move(out_types));
+      return std::make_shared<JaxExecutable>(load_or_compile(text, dl, options, device, assignment, what), device,
+                                             std::move(out_types));
     } catch (py::error_already_set& e) {
       TORCH_CHECK(false, "torch_tpu: XLA could not compile the collective program for ", what, ": ", e.what(),
                   "\n--- StableHLO ---\n", text);
@@ -475,6 +441,35 @@ class XlaRuntime final : public Runtime {
     grid.append(py::make_tuple(devices_[device].attr("id")));
     options.attr("device_assignment") = device_assignment_cls_.attr("create")(numpy_.attr("array")(grid, "int32"));
     return options;
+  }
+
+  // The executable for `text`: loaded from the persistent cache when it
+  // holds it, else compiled by XLA (counted, logged, stored). The cache key
+  // is the device's key inputs, with `assignment` (global device ids) as the
+  // device assignment when the program spans several devices.
+  py::object load_or_compile(const std::string& text, const py::object& dl, const py::object& options, int device,
+                             const std::string& assignment, const std::string& what) {
+    auto& disk = cache::DiskCache::instance();
+    std::string key;
+    if (disk.enabled()) {
+      cache::KeyInputs in = key_inputs(device);
+      if (!assignment.empty()) in["device_assignment"] = assignment;
+      key = cache::make_key(text, in);
+      if (py::object exe = load_cached(disk, key, dl, options); !exe.is_none()) {
+        if (log_recompiles()) log_load(text, what);
+        return exe;
+      }
+      disk.note_miss();
+    }
+    dump_program(text, what);
+    auto start = std::chrono::steady_clock::now();
+    py::object exe = backend_.attr("compile_and_load")(py::bytes(text), dl, options);
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    compile_seconds_ += seconds;
+    ++compiles_;
+    if (log_recompiles()) log_compile(text, what, seconds);
+    if (disk.enabled()) store_cached(disk, key, exe);
+    return exe;
   }
 
   // The cached executable, or None. An entry XLA refuses is removed (and

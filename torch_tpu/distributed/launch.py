@@ -15,7 +15,9 @@ import socket
 import sys
 
 
-def _free_port_pair():
+def free_port_pair():
+    """A port p with p and p + 1 free on 127.0.0.1: torch's store on p, jax's
+    coordinator on p + 1."""
     for _ in range(50):
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
@@ -62,7 +64,7 @@ def main(argv=None):
         chips *= d
     if chips != n:
         ap.error(f"topology {topology} has {chips} chips for --nproc-per-node {n}")
-    port = args.master_port or (29500 if args.print_env else _free_port_pair())
+    port = args.master_port or (29500 if args.print_env else free_port_pair())
     if args.print_env:
         for env in rank_env(n, args.master_addr, port, topology):
             print(" ".join(f"{k}={v}" for k, v in env.items()))
