@@ -65,6 +65,9 @@ from .stablehlo_export import export  # noqa: E402
 from .roofline import estimate  # noqa: E402
 from . import profiler  # noqa: E402  (torch_tpu.profiler.trace)
 from . import distributed  # noqa: E402,F401  (registers the tpu_dist c10d backend)
+from . import huggingface  # noqa: E402
+
+huggingface.install()  # accelerate / Transformers choose tpu where their device lists stop short
 
 __all__ = ["tpu", "eager_mode", "get_eager_mode", "mark_step", "fusion_stats", "compile_stats", "mark_dynamic",
            "recompile_log", "jax_op", "export", "estimate", "profiler",

@@ -1,0 +1,233 @@
+"""Hugging Face libraries on tpu without being told (docs/design.md, "Hugging Face").
+
+Transformers 5 knows a `tpu` accelerator (`is_torch_tpu_available` probes
+`torch.accelerator`; `TrainingArguments.device`, generate's auto-compile and
+`_default_compile_config` use it), and everything that takes a device works
+with "tpu" as given. Five places choose a device or a compiler from a fixed
+list of backends that has no entry for tpu and offer no hook to add one;
+each is adjusted here, right after its module is imported, only to fill that
+gap:
+
+- accelerate `PartialState.default_device` (what Trainer and `Accelerator`
+  train on): cpu there becomes tpu when tpu is the current accelerator.
+  `cpu=True` / `use_cpu=True` and `ACCELERATE_TORCH_DEVICE` still win, as on
+  CUDA (setting that variable by default instead would override `cpu=True`).
+- accelerate `get_max_memory` (what `device_map="auto"` divides): the tpu
+  devices' free memory joins cpu's, under the integer keys that accelerate
+  uses for accelerators (an integer device means the current accelerator).
+- Transformers `Pipeline.__init__`: no `device` means the first accelerator,
+  which its list takes to be cpu when there is no CUDA/XPU/MPS...: here tpu.
+- accelerate `DynamoBackend` accepts "tpu" (its enum lists only the backends
+  it ships), so `torch_compile_backend="tpu"` reaches `torch.compile`.
+- Transformers `TrainingArguments`: `torch_compile=True` with no backend
+  picks "tpu" on tpu, as it picks "hpu_backend" / "neuron" for those
+  (Inductor refuses tpu graphs, docs/REFERENCE.md).
+
+Each adjustment steps aside where the library already gives an answer for
+tpu, and everything else passes through unchanged.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.abc
+import importlib.util
+import inspect
+import sys
+
+import torch
+
+_WRAPPED = "_torch_tpu_wrapped"
+
+
+def _tpu_is_accelerator() -> bool:
+    """tpu is torch.accelerator's current accelerator (and CUDA is absent)."""
+    try:
+        acc = torch.accelerator.current_accelerator()
+    except RuntimeError:
+        return False
+    return acc is not None and acc.type == "tpu" and torch.accelerator.is_available() \
+        and not torch.cuda.is_available()
+
+
+def _mark(fn):
+    setattr(fn, _WRAPPED, True)
+    return fn
+
+
+# ---------------------------------------------------------------- accelerate.state
+
+
+def _patch_state(module) -> None:
+    cls = module.PartialState
+    original = cls.__dict__.get("default_device")
+    if not isinstance(original, property) or getattr(original.fget, _WRAPPED, False):
+        return
+
+    @functools.wraps(original.fget)
+    def default_device(self):
+        device = original.fget(self)
+        if device.type == "cpu" and _tpu_is_accelerator():
+            return torch.device("tpu")
+        return device
+
+    cls.default_device = property(_mark(default_device), doc=original.__doc__)
+
+
+# ------------------------------------------------------- accelerate.utils.modeling
+
+
+def _tpu_memory() -> dict:
+    return {i: torch.tpu.mem_get_info(i)[0] for i in range(torch.tpu.device_count())}
+
+
+def _wrap_max_memory(original):
+    if getattr(original, _WRAPPED, False):
+        return original
+
+    @functools.wraps(original)
+    def get_max_memory(max_memory=None):
+        # accelerate counts integer keys against torch.cuda.device_count(),
+        # which is 0 here, so the integer (tpu) keys are handled on this side.
+        if not _tpu_is_accelerator():
+            return original(max_memory)
+        if max_memory is None:
+            found = original(None)
+            if any(isinstance(k, int) for k in found):
+                return found
+            return {**_tpu_memory(), **found}
+        from accelerate.utils import convert_file_size_to_int
+
+        devices = {k: (convert_file_size_to_int(v) if isinstance(v, str) else v)
+                   for k, v in max_memory.items() if isinstance(k, int)}
+        count = torch.tpu.device_count()
+        for k in devices:
+            if not 0 <= k < count:
+                raise ValueError(f"get_max_memory: tpu device {k} does not exist (devices 0..{count - 1})")
+        rest = original({k: v for k, v in max_memory.items() if not isinstance(k, int)})
+        return {**dict(sorted(devices.items())), **rest}
+
+    return _mark(get_max_memory)
+
+
+def _patch_modeling(module) -> None:
+    module.get_max_memory = _wrap_max_memory(module.get_max_memory)
+    # Modules that had already taken the name (imported before torch_tpu).
+    for name, attr in (("accelerate.utils", "get_max_memory"),
+                       ("transformers.integrations.accelerate", "accelerate_max_memory")):
+        other = sys.modules.get(name)
+        if other is not None and hasattr(other, attr):
+            setattr(other, attr, module.get_max_memory)
+
+
+# ---------------------------------------------------- accelerate.utils.dataclasses
+
+
+def _patch_dataclasses(module) -> None:
+    enum_cls = module.DynamoBackend
+    if "TPU" in enum_cls._value2member_map_:
+        return
+    original = enum_cls.__dict__.get("_missing_")
+
+    def _missing_(cls, value):
+        if isinstance(value, str) and value.upper() == "TPU":
+            member = cls._value2member_map_.get("TPU")
+            if member is None:
+                # A member outside the listed ones (like Flag's pseudo
+                # members): torch.compile gets its value, "tpu", lowered.
+                member = str.__new__(cls, "TPU")
+                member._name_ = "TPU"
+                member._value_ = "TPU"
+                cls._value2member_map_["TPU"] = member
+            return member
+        return original.__func__(cls, value) if original is not None else None
+
+    enum_cls._missing_ = classmethod(_mark(_missing_))
+
+
+# ----------------------------------------------------- transformers.training_args
+
+
+def _patch_training_args(module) -> None:
+    cls = module.TrainingArguments
+    original = cls.__post_init__
+    if getattr(original, _WRAPPED, False):
+        return
+
+    @functools.wraps(original)
+    def __post_init__(self):
+        wants_compile = self.torch_compile or self.torch_compile_mode is not None
+        if wants_compile and self.torch_compile_backend is None and not self.use_cpu and _tpu_is_accelerator():
+            self.torch_compile_backend = "tpu"
+        original(self)
+
+    cls.__post_init__ = _mark(__post_init__)
+
+
+# --------------------------------------------------- transformers.pipelines.base
+
+
+def _patch_pipelines(module) -> None:
+    cls = module.Pipeline
+    original = cls.__init__
+    if getattr(original, _WRAPPED, False):
+        return
+    signature = inspect.signature(original)
+
+    @functools.wraps(original)
+    def __init__(self, *args, **kwargs):
+        bound = signature.bind_partial(self, *args, **kwargs)
+        if (bound.arguments.get("device") is None and _tpu_is_accelerator()
+                and getattr(bound.arguments.get("model"), "hf_device_map", None) is None):
+            bound.arguments["device"] = torch.device("tpu", torch.tpu.current_device())
+            return original(*bound.args, **bound.kwargs)
+        return original(self, *args, **kwargs)
+
+    cls.__init__ = _mark(__init__)
+
+
+_HOOKS = {
+    "accelerate.state": _patch_state,
+    "accelerate.utils.modeling": _patch_modeling,
+    "accelerate.utils.dataclasses": _patch_dataclasses,
+    "transformers.training_args": _patch_training_args,
+    "transformers.pipelines.base": _patch_pipelines,
+}
+
+
+class _Finder(importlib.abc.MetaPathFinder):
+    """Finds nothing itself: wraps the loader of each module in _HOOKS so
+    that its hook runs right after the module's own code."""
+
+    def __init__(self):
+        self.waiting = set(_HOOKS) - set(sys.modules)
+
+    def find_spec(self, name, path, target=None):
+        if name not in self.waiting:
+            return None
+        self.waiting.discard(name)
+        if not self.waiting:
+            sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None:
+            return spec
+        run = spec.loader.exec_module
+        hook = _HOOKS[name]
+
+        def exec_module(module):
+            run(module)
+            hook(module)
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+def install() -> None:
+    for name, hook in _HOOKS.items():
+        if name in sys.modules:
+            hook(sys.modules[name])
+    if any(isinstance(f, _Finder) for f in sys.meta_path):
+        return
+    finder = _Finder()
+    if finder.waiting:
+        sys.meta_path.insert(0, finder)
