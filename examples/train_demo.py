@@ -143,7 +143,7 @@ def causal_lm_demo(new_tokens: int = 24):
         out = generate(model, **kw)
         rate = new_tokens / (time.perf_counter() - start)
         after = torch_tpu.compile_stats()
-        text = tokenizer.decode(out[0, inputs["input_ids"].shape[1]:])
+        text = tokenizer.decode(out[0, inputs["input_ids"].shape[1]:], skip_special_tokens=True)
         extra = f", {after['graphs'] - before['graphs']} graph(s) compiled for the decode step" \
             if name == "compiled" else ""
         print(f"  {name:8s} {rate:7.1f} tokens/s{extra}; same tokens as CPU: {torch.equal(out, expected)}")
