@@ -10,11 +10,13 @@
 // row maxima LAPACK reads from the lower triangle are plain row/column
 // operations here. Columns already eliminated are never permuted, as in
 // LAPACK. Dynamic positions are one-hot masks, so a step costs O(n^2).
+// Complex symmetric matrices (hermitian=False) are ?sytf2 too (zsytf2):
+// the same arithmetic, with magnitudes |re| + |im| as LAPACK's CABS1.
 #include <c10/util/Exception.h>
 
 #include <cmath>
 
-#include "lowering/registry.h"
+#include "lowering/linalg_cplx.h"
 
 namespace torch_tpu::lowering {
 namespace {
@@ -35,7 +37,7 @@ Value pick(Value x, Value mask, int64_t dim) {
 struct Ldl {
   Builder& b;
   int64_t B, n;
-  ElementType e;
+  ElementType e, er;  // element type, its real type (magnitudes)
   Dims d3() const { return {B, n, n}; }
   Dims d2() const { return {B, n}; }
   Value bc2(Value v) const { return hlo::broadcast_in_dim(v, d2(), {0}); }  // [B] -> [B, n]
@@ -44,6 +46,7 @@ struct Ldl {
   Value cols() const { return hlo::iota(b, kI64, d3(), 2); }
   Value idx() const { return hlo::iota(b, kI64, d2(), 1); }
   Value num(double v, const Dims& dims) const { return hlo::full(b, e, dims, v); }
+  Value rnum(double v, const Dims& dims) const { return hlo::full(b, er, dims, v); }
   Value ints(double v, const Dims& dims) const { return hlo::full(b, kI64, dims, v); }
   // Column c[b] of S as [B, n].
   Value column(Value S, Value c) const { return pick(S, hlo::compare(cols(), bc3(c), "EQ"), 2); }
@@ -51,7 +54,7 @@ struct Ldl {
   Value at(Value v, Value i) const { return pick(v, hlo::compare(idx(), bc2(i), "EQ"), 1); }  // v[b, i[b]]
   // Largest |v| where `mask`, and the first index holding it (-1 and 0 if none).
   std::pair<Value, Value> max_abs(Value v, Value mask) const {
-    Value a = hlo::select(mask, hlo::unary("abs", v), num(-1, d2()));
+    Value a = hlo::select(mask, la::cabs1(v), rnum(-1, d2()));
     Value m = hlo::reduce(a, {1}, hlo::ReduceKind::kMax);
     Value hit = and_(mask, hlo::compare(a, bc2(m), "EQ"));
     Value i = hlo::reduce(hlo::select(hit, idx(), ints(n, d2())), {1}, hlo::ReduceKind::kMin);
@@ -64,20 +67,20 @@ struct Ldl {
     Value active = hlo::compare(k, ints(n, B1), "LT");
     Value kc = hlo::min(k, ints(n - 1, B1));  // a valid column for finished items
     Value R = rows(), C = cols(), I = idx();
-    Value alpha = num((1.0 + std::sqrt(17.0)) / 8.0, B1);
+    Value alpha = rnum((1.0 + std::sqrt(17.0)) / 8.0, B1);
     Value diag = pick(S, hlo::compare(R, C, "EQ"), 2);
-    Value absakk = hlo::unary("abs", at(diag, kc));
+    Value absakk = la::cabs1(at(diag, kc));
     auto [colmax, imax] = max_abs(column(S, kc), hlo::compare(I, bc2(kc), "GT"));
-    Value none = hlo::compare(colmax, num(0, B1), "LT");  // k is the last column
-    colmax = hlo::select(none, num(0, B1), colmax);
+    Value none = hlo::compare(colmax, rnum(0, B1), "LT");  // k is the last column
+    colmax = hlo::select(none, rnum(0, B1), colmax);
     imax = hlo::select(none, kc, imax);
-    Value zero = or_(hlo::compare(hlo::max(absakk, colmax), num(0, B1), "EQ"), hlo::compare(absakk, absakk, "NE"));
+    Value zero = or_(hlo::compare(hlo::max(absakk, colmax), rnum(0, B1), "EQ"), hlo::compare(absakk, absakk, "NE"));
     // Row imax of the trailing block without its diagonal.
     Value rmask = and_(hlo::compare(I, bc2(kc), "GE"), hlo::compare(I, bc2(imax), "NE"));
     Value rowmax = max_abs(column(S, imax), rmask).first;
     Value keep1 = hlo::compare(absakk, hlo::mul(alpha, colmax), "GE");
     Value keep2 = hlo::compare(absakk, hlo::mul(hlo::mul(alpha, colmax), hlo::div(colmax, rowmax)), "GE");
-    Value swap1 = hlo::compare(hlo::unary("abs", at(diag, imax)), hlo::mul(alpha, rowmax), "GE");
+    Value swap1 = hlo::compare(la::cabs1(at(diag, imax)), hlo::mul(alpha, rowmax), "GE");
     Value no_swap = or_(zero, or_(keep1, keep2));
     Value kp = hlo::select(no_swap, kc, imax);
     Value two = and_(not_(no_swap), not_(swap1));
@@ -157,8 +160,13 @@ TPU_LOWERING(linalg_ldl_factor_ex) {
   const at::Tensor& a = ctx.tensor_arg("self");
   TORCH_CHECK(a.dim() >= 2 && a.size(-1) == a.size(-2), "torch.linalg.ldl_factor_ex: A must be batches of square "
               "matrices, but they are ", a.size(-2), " by ", a.size(-1), " matrices");
-  TORCH_CHECK(a.scalar_type() == at::kFloat || a.scalar_type() == at::kDouble,
-              "torch.linalg.ldl_factor_ex: on tpu only float32 and float64 are supported, got ", a.scalar_type());
+  TORCH_CHECK(a.scalar_type() == at::kFloat || a.scalar_type() == at::kDouble || a.scalar_type() == at::kComplexFloat ||
+                  a.scalar_type() == at::kComplexDouble,
+              "torch.linalg.ldl_factor_ex: on tpu only float32, float64, complex64 and complex128 are supported, got ",
+              a.scalar_type());
+  TORCH_CHECK(!a.is_complex() || !ctx.bool_arg("hermitian"),
+              "torch.linalg.ldl_factor_ex: hermitian=True with complex input (LAPACK's ?hetrf) is not supported on "
+              "tpu; complex symmetric input (hermitian=False) is");
   TORCH_CHECK(!ctx.bool_arg("check_errors"),
               "torch.linalg.ldl_factor_ex: check_errors=True is not supported on tpu (it would need a sync); "
               "check the returned info instead");
@@ -170,7 +178,8 @@ TPU_LOWERING(linalg_ldl_factor_ex) {
   piv_dims.push_back(n);
   if (B == 0 || n == 0)
     return {hlo::full(b, e, ld_dims, 0), hlo::full(b, kI32, piv_dims, 0), hlo::full(b, kI32, batch, 0)};
-  Ldl L{b, B, n, e};
+  ElementType er = hlo::is_complex(e) ? hlo::complex_component(e) : e;
+  Ldl L{b, B, n, e, er};
   Value A = hlo::reshape(ctx.tensor("self"), {B, n, n});
   // Only the lower triangle is read, as LAPACK does.
   Value lower = hlo::compare(L.rows(), L.cols(), "GE");
@@ -183,7 +192,7 @@ TPU_LOWERING(linalg_ldl_factor_ex) {
         return hlo::reduce(left, {0}, hlo::ReduceKind::kOr);
       },
       [&](const std::vector<Value>& s) {
-        Ldl l{s[0].builder(), B, n, e};
+        Ldl l{s[0].builder(), B, n, e, er};
         return l.step(s);
       });
   Value LD = hlo::select(lower, out[0], hlo::zeros_like(out[0]));
@@ -242,8 +251,13 @@ struct LdlSolve {
 TPU_LOWERING(linalg_ldl_solve) {
   const at::Tensor& ld = ctx.tensor_arg("LD");
   const at::Tensor& bt = ctx.tensor_arg("B");
-  TORCH_CHECK(ld.scalar_type() == at::kFloat || ld.scalar_type() == at::kDouble,
-              "torch.linalg.ldl_solve: on tpu only float32 and float64 are supported, got ", ld.scalar_type());
+  TORCH_CHECK(ld.scalar_type() == at::kFloat || ld.scalar_type() == at::kDouble ||
+                  ld.scalar_type() == at::kComplexFloat || ld.scalar_type() == at::kComplexDouble,
+              "torch.linalg.ldl_solve: on tpu only float32, float64, complex64 and complex128 are supported, got ",
+              ld.scalar_type());
+  TORCH_CHECK(!ld.is_complex() || !ctx.bool_arg("hermitian"),
+              "torch.linalg.ldl_solve: hermitian=True with complex input (LAPACK's ?hetrs) is not supported on tpu; "
+              "complex symmetric input (hermitian=False) is");
   auto out = ctx.out_sizes();
   TORCH_CHECK(out.has_value(), "torch.linalg.ldl_solve: no output shape");
   Dims od = *out;

@@ -8,9 +8,10 @@
 // is a partial-pivot getf2 in one stablehlo.while over the columns (program
 // size independent of n): each step picks the largest |a_ij| at or below the
 // diagonal (first one on ties, like idamax), swaps rows with selects, and
-// does the rank-1 update under a mask. `info` is computed on device, as
+// does the rank-1 update under a mask. Complex matrices run the same
+// algorithms (pivoting on |re| + |im| as izamax does; Cholesky A = L L^H). `info` is computed on device, as
 // LAPACK defines it (first zero pivot / first non-positive minor, 1-based).
-#include "lowering/linalg_util.h"
+#include "lowering/linalg_cplx.h"
 
 namespace torch_tpu::lowering {
 namespace la {
@@ -43,7 +44,7 @@ LuResult lu_factor(Value a) {
   Builder& b = a.builder();
   const Dims d = a.dims();
   int64_t B = d[0], m = d[1], n = d[2], k = std::min(m, n);
-  ElementType e = a.element();
+  ElementType e = a.element(), er = real_of(e);
   Value perm0 = iota_i(b, {B, m}, 1);
   Value piv0 = hlo::full(b, kI32, {B, k}, 0);
   Value info0 = hlo::full(b, kI32, {B}, 0);
@@ -55,7 +56,7 @@ LuResult lu_factor(Value a) {
         Value colmask = hlo::compare(C, jd, "EQ");
         Value col = pick(A, colmask, 2);  // [B, m]
         Value ri = iota_i(b, {B, m}, 1), jm = bc(j, {B, m});
-        Value cand = hlo::select(hlo::compare(ri, jm, "GE"), hlo::unary("abs", col), hlo::full(b, e, {B, m}, -1));
+        Value cand = hlo::select(hlo::compare(ri, jm, "GE"), cabs1(col), hlo::full(b, er, {B, m}, -1));
         Value p = argmax_first(cand, ri);
         p = hlo::select(hlo::compare(p, bc(ci(b, 0), {B}), "LT"), bc(j, {B}), p);
         Value pd = hlo::broadcast_in_dim(p, d, {0});
@@ -69,7 +70,7 @@ LuResult lu_factor(Value a) {
         perm = hlo::select(mj, hlo::broadcast_in_dim(permp, {B, m}, {0}),
                            hlo::select(mp, hlo::broadcast_in_dim(permj, {B, m}, {0}), perm));
         Value pivot = pick(rowp, hlo::compare(iota_i(b, {B, n}, 1), bc(j, {B, n}), "EQ"), 1);  // [B]
-        Value is0 = hlo::compare(pivot, hlo::full(b, e, {B}, 0), "EQ");
+        Value is0 = hlo::compare(cabs1(pivot), hlo::full(b, er, {B}, 0), "EQ");
         Value first = and_(is0, hlo::compare(info, hlo::full(b, kI32, {B}, 0), "EQ"));
         info = hlo::select(first, bc(hlo::add(j, ci(b, 1)), {B}), info);
         Value safe = hlo::select(is0, hlo::full(b, e, {B}, 1), pivot);
@@ -116,8 +117,8 @@ Value lu_solve(Value lu, Value perm, Value rhs, bool adjoint) {
     y = hlo::triangular_solve(lu, y, true, true, true, false);
     return hlo::triangular_solve(lu, y, true, false, false, false);
   }
-  Value z = hlo::triangular_solve(lu, rhs, true, false, false, true);
-  z = hlo::triangular_solve(lu, z, true, true, true, true);
+  Value z = tsolve(lu, rhs, true, false, false, true);
+  z = tsolve(lu, z, true, true, true, true);
   return mm(mT(P), z);
 }
 
@@ -138,13 +139,6 @@ Value unflat(Value a, const Dims& batch) {
 
 Value triangle(Value a, bool lower) { return lower ? tril(a) : triu(a); }
 
-// Symmetric matrix read from one triangle.
-Value symmetrize(Value a, bool lower) {
-  Value t = lower ? tril(a) : triu(a);
-  Value strict = lower ? tril(a, -1) : triu(a, 1);
-  return hlo::add(t, mT(strict));
-}
-
 // Cholesky factor (lower) and info of [..., n, n], reading `lower`'s
 // triangle. Column-by-column (potf2 order) in one while loop, so that `info`
 // is LAPACK's: the order of the first leading minor that is not positive
@@ -152,10 +146,10 @@ Value symmetrize(Value a, bool lower) {
 std::pair<Value, Value> chol(Value a, bool lower) {
   Builder& b = a.builder();
   Dims batch = batch_of(a.dims());
-  Value A = flat3(symmetrize(a, lower));
+  Value A = flat3(hermitize(a, lower));
   const Dims d = A.dims();
   int64_t B = d[0], n = d[1];
-  ElementType e = A.element();
+  ElementType e = A.element(), er = real_of(e);
   auto out = hlo::while_loop(
       {ci(b, 0), A, hlo::zeros_like(A), hlo::full(b, ElementType::kI32, {B}, 0)},
       [&](const std::vector<Value>& s) { return hlo::compare(s[0], ci(b, n), "LT"); },
@@ -163,16 +157,16 @@ std::pair<Value, Value> chol(Value a, bool lower) {
         Value j = s[0], Am = s[1], L = s[2], info = s[3];
         Value R = row_idx(b, d), C = col_idx(b, d), jd = bc(j, d);
         Value lrow = pick(L, hlo::compare(R, jd, "EQ"), 1);  // [B, n]: L[j, :]
-        Value dotp = hlo::reduce(hlo::mul(L, hlo::broadcast_in_dim(lrow, d, {0, 2})), {2}, hlo::ReduceKind::kSum);
+        Value dotp = hlo::reduce(hlo::mul(L, cj(hlo::broadcast_in_dim(lrow, d, {0, 2}))), {2}, hlo::ReduceKind::kSum);
         Value acol = pick(Am, hlo::compare(C, jd, "EQ"), 2);  // [B, n]: A[:, j]
         Value v = hlo::sub(acol, dotp);
         Value ri = iota_i(b, {B, n}, 1), jn = bc(j, {B, n});
         Value at = hlo::compare(ri, jn, "EQ");
-        Value dj = pick(v, at, 1);  // [B]
-        Value bad = hlo::unary("not", hlo::compare(dj, hlo::full(b, e, {B}, 0), "GT"));
+        Value dj = hlo::real(pick(v, at, 1));  // [B], real
+        Value bad = hlo::unary("not", hlo::compare(dj, hlo::full(b, er, {B}, 0), "GT"));
         Value first = hlo::binary("and", bad, hlo::compare(info, hlo::full(b, ElementType::kI32, {B}, 0), "EQ"));
         info = hlo::select(first, bc(hlo::add(j, ci(b, 1)), {B}), info);
-        Value ljj = hlo::unary("sqrt", dj);
+        Value ljj = as_elem(hlo::unary("sqrt", dj), e);
         Value col = hlo::select(hlo::compare(ri, jn, "GT"), hlo::div(v, hlo::broadcast_in_dim(ljj, {B, n}, {0})),
                                 hlo::select(at, hlo::broadcast_in_dim(ljj, {B, n}, {0}), hlo::full(b, e, {B, n}, 0)));
         L = hlo::select(hlo::compare(C, jd, "EQ"), hlo::broadcast_in_dim(col, d, {0, 1}), L);
@@ -180,7 +174,7 @@ std::pair<Value, Value> chol(Value a, bool lower) {
       });
   Value L = out[2];
   // LAPACK leaves the columns from the failing one on unspecified; zero NaNs.
-  L = hlo::select(hlo::compare(L, L, "EQ"), L, hlo::zeros_like(L));
+  L = hlo::select(not_nan(L), L, hlo::zeros_like(L));
   return {unflat(L, batch), hlo::reshape(out[3], batch)};
 }
 
@@ -193,27 +187,27 @@ std::vector<int64_t> out_dims(LowerCtx& ctx, int i) {
 }  // namespace
 
 TPU_LOWERING(linalg_cholesky_ex) {
-  check_float(ctx, "self");
+  check_float_or_complex(ctx, "self");
   bool upper = ctx.bool_arg("upper");
   auto [L, info] = chol(ctx.tensor("self"), !upper);
-  return {upper ? mT(L) : L, info};
+  return {upper ? mH(L) : L, info};
 }
 
 TPU_LOWERING(cholesky) {
-  check_float(ctx, "self");
+  check_float_or_complex(ctx, "self");
   bool upper = ctx.bool_arg("upper");
   Value L = chol(ctx.tensor("self"), !upper).first;
-  return {upper ? mT(L) : L};
+  return {upper ? mH(L) : L};
 }
 
 namespace {
-// (L L^T)^-1 B or (U^T U)^-1 B with the factor's batch broadcast to B's.
+// (L L^H)^-1 B or (U^H U)^-1 B with the factor's batch broadcast to B's.
 Value chol_solve(Value f, Value rhs, bool upper) {
   bool lower = !upper;
   f = triangle(f, lower);
-  // lower: L y = B, L^T x = y.  upper: U^T y = B, U x = y.
-  Value y = hlo::triangular_solve(f, rhs, true, lower, false, upper);
-  return hlo::triangular_solve(f, y, true, lower, false, lower);
+  // lower: L y = B, L^H x = y.  upper: U^H y = B, U x = y.
+  Value y = tsolve(f, rhs, true, lower, false, upper);
+  return tsolve(f, y, true, lower, false, lower);
 }
 
 std::pair<Value, Value> common_batch(Value a, Value rhs, const Dims& batch) {
@@ -222,7 +216,7 @@ std::pair<Value, Value> common_batch(Value a, Value rhs, const Dims& batch) {
 }  // namespace
 
 TPU_LOWERING(_cholesky_solve_helper) {
-  check_float(ctx, "self");
+  check_float_or_complex(ctx, "self");
   Dims out = out_dims(ctx, 0);
   Dims batch = batch_of(out);
   auto [A, B] = common_batch(ctx.tensor("A"), ctx.tensor("self"), batch);
@@ -230,7 +224,7 @@ TPU_LOWERING(_cholesky_solve_helper) {
 }
 
 TPU_LOWERING(cholesky_inverse) {
-  check_float(ctx, "self");
+  check_float_or_complex(ctx, "self");
   Value f = ctx.tensor("self");
   Dims batch = batch_of(f.dims());
   Value F = flat3(f);
@@ -239,7 +233,7 @@ TPU_LOWERING(cholesky_inverse) {
 }
 
 TPU_LOWERING(triangular_solve) {
-  check_float(ctx, "self");
+  check_float_or_complex(ctx, "self");
   Dims out0 = out_dims(ctx, 0), out1 = out_dims(ctx, 1);
   Dims batch = batch_of(out0);
   bool upper = ctx.bool_arg("upper"), unit = ctx.bool_arg("unitriangular");
@@ -247,12 +241,13 @@ TPU_LOWERING(triangular_solve) {
   Value Ab = bcast_batch(A, batch_of(out1));
   auto [Af, Bf] = common_batch(A, ctx.tensor("self"), batch);
   Af = triangle(Af, !upper);
+  // transpose is a plain transpose for complex too, as on CPU.
   Value X = hlo::triangular_solve(Af, Bf, true, !upper, unit, ctx.bool_arg("transpose"));
   return {unflat(X, batch), Ab};
 }
 
 TPU_LOWERING(linalg_solve_triangular) {
-  check_float(ctx, "self");
+  check_float_or_complex(ctx, "self");
   Dims out = out_dims(ctx, 0);
   Dims batch = batch_of(out);
   bool upper = ctx.bool_arg("upper"), unit = ctx.bool_arg("unitriangular"), left = ctx.bool_arg("left");
@@ -262,7 +257,7 @@ TPU_LOWERING(linalg_solve_triangular) {
 }
 
 TPU_LOWERING(linalg_lu_factor_ex) {
-  check_float(ctx, "A");
+  check_float_or_complex(ctx, "A");
   TORCH_CHECK(!ctx.has("pivot") || ctx.bool_arg("pivot"),
               "linalg.lu_factor: LU without pivoting is not implemented on the CPU");
   Value A = ctx.tensor("A");
@@ -273,7 +268,7 @@ TPU_LOWERING(linalg_lu_factor_ex) {
 }
 
 TPU_LOWERING(linalg_lu) {
-  check_float(ctx, "A");
+  check_float_or_complex(ctx, "A");
   TORCH_CHECK(ctx.bool_arg("pivot"), "linalg.lu: LU without pivoting is not implemented on the CPU");
   Value A = ctx.tensor("A");
   Dims batch = batch_of(A.dims());
@@ -323,12 +318,13 @@ Value solve_with_lu(Value lu, Value perm, Value rhs, bool left, bool adjoint, co
   Value Pf = hlo::reshape(perm.dims() == pb ? perm : hlo::broadcast_to(perm, pb), {numel(batch), n});
   Value R = flat3(bcast_batch(rhs, batch));
   if (left) return unflat(lu_solve(LUf, Pf, R, adjoint), batch);
-  return unflat(mT(lu_solve(LUf, Pf, mT(R), !adjoint)), batch);
+  // X op(A) = B  <=>  op(A)^H X^H = B^H.
+  return unflat(mH(lu_solve(LUf, Pf, mH(R), !adjoint)), batch);
 }
 }  // namespace
 
 TPU_LOWERING(linalg_lu_solve) {
-  check_float(ctx, "LU");
+  check_float_or_complex(ctx, "LU");
   Value LU = ctx.tensor("LU");
   Dims lb = batch_of(LU.dims());
   int64_t n = LU.dim(LU.rank() - 1);
@@ -338,11 +334,12 @@ TPU_LOWERING(linalg_lu_solve) {
   return {solve_with_lu(LU, perm, ctx.tensor("B"), ctx.bool_arg("left"), ctx.bool_arg("adjoint"), batch_of(out))};
 }
 
-// _linalg_det and _linalg_slogdet factor A^T when A is
+// _linalg_det and _linalg_slogdet factor A^T when A is real and
 // contiguous (as the CPU kernels do, to avoid a copy): their LU / pivots
 // outputs feed the backward formulas, which assume that choice.
 namespace {
-bool use_a_t(LowerCtx& ctx) { return ctx.tensor_arg("A").is_contiguous(); }
+// (CPU limits this to real matrices.)
+bool use_a_t(LowerCtx& ctx) { return ctx.tensor_arg("A").is_contiguous() && !ctx.tensor_arg("A").is_complex(); }
 Value factored(LowerCtx& ctx) {
   Value A = ctx.tensor("A");
   return use_a_t(ctx) ? mT(A) : A;
@@ -350,7 +347,7 @@ Value factored(LowerCtx& ctx) {
 }  // namespace
 
 TPU_LOWERING(_linalg_solve_ex) {
-  check_float(ctx, "A");
+  check_float_or_complex(ctx, "A");
   Value A = ctx.tensor("A"), Bv = ctx.tensor("B");
   bool left = ctx.bool_arg("left"), adj = false;  // CPU factors A itself here
   Dims ab = batch_of(A.dims());
@@ -374,7 +371,7 @@ TPU_LOWERING(_linalg_solve_ex) {
 }
 
 TPU_LOWERING(linalg_inv_ex) {
-  check_float(ctx, "A");
+  check_float_or_complex(ctx, "A");
   Value A = ctx.tensor("A");
   Dims ab = batch_of(A.dims());
   LuResult r = lu_factor(flat3(A));
@@ -396,7 +393,7 @@ Value pivot_sign(Value pivots, ElementType e) {
 }  // namespace
 
 TPU_LOWERING(_linalg_det) {
-  check_float(ctx, "A");
+  check_float_or_complex(ctx, "A");
   Value A = factored(ctx);
   Dims ab = batch_of(A.dims());
   int64_t n = A.dim(A.rank() - 1);
@@ -407,7 +404,7 @@ TPU_LOWERING(_linalg_det) {
 }
 
 TPU_LOWERING(_linalg_slogdet) {
-  check_float(ctx, "A");
+  check_float_or_complex(ctx, "A");
   Value A = factored(ctx);
   Dims ab = batch_of(A.dims());
   int64_t n = A.dim(A.rank() - 1);

@@ -1,5 +1,6 @@
 // Scans: cummax / cummin (values and indices; cummax itself is composite
-// over _cummax_helper), logcumsumexp (composite over _logcumsumexp).
+// over _cummax_helper), logcumsumexp (composite over _logcumsumexp; complex
+// inputs as a sequential loop in CPU's order).
 //
 // StableHLO has no scan op: an inclusive scan is log2(n) doubling steps
 // (Hillis-Steele), each combining the running value with itself shifted by
@@ -10,6 +11,7 @@
 #include <cmath>
 #include <limits>
 
+#include "hlo/complex_ops.h"
 #include "lowering/sort_scan.h"
 
 namespace torch_tpu::lowering {
@@ -83,8 +85,66 @@ TPU_LOWERING(cummin) { return cum_extreme(ctx, false); }
 TPU_LOWERING_ALIAS(_cummax_helper, cummax);
 TPU_LOWERING_ALIAS(_cummin_helper, cummin);
 
+namespace {
+
+Value nan_c(Value z) { return hlo::binary("or", is_nan(hlo::real(z)), is_nan(hlo::imag(z))); }
+
+// CPU's complex logaddexp of x and the running value y: min / max by real
+// part (NaNs win, y first), log1p(exp(min - max)) + max, with CPU's special
+// cases for NaN and equal infinite real parts.
+Value log_add_exp_c(Value x, Value y) {
+  Value xr = hlo::real(x), yr = hlo::real(y);
+  Value yn = nan_c(y), xn = nan_c(x);
+  Value mn = hlo::select(yn, y, hlo::select(xn, x, hlo::select(hlo::compare(xr, yr, "LT"), x, y)));
+  Value mx = hlo::select(yn, y, hlo::select(xn, x, hlo::select(hlo::compare(xr, yr, "GE"), x, y)));
+  Value mnr = hlo::real(mn), mxr = hlo::real(mx);
+  Value r = hlo::add(hlo::unary("log_plus_one", hlo::unary("exponential", hlo::sub(mn, mx))), mx);
+  Value inf_eq = hlo::binary("and", hlo::compare(hlo::unary("abs", mnr), hlo::full_like(mnr, INFINITY), "EQ"),
+                             hlo::compare(mnr, mxr, "EQ"));
+  Value both = hlo::unary("log", hlo::add(hlo::unary("exponential", mn), hlo::unary("exponential", mx)));
+  Value neg = hlo::compare(mnr, hlo::zeros_like(mnr), "LT");
+  r = hlo::select(inf_eq, hlo::select(neg, mn, both), r);
+  Value nanv = hlo::make_complex(hlo::full_like(mnr, NAN), hlo::full_like(mnr, NAN));
+  return hlo::select(nan_c(mn), nanv, r);
+}
+
+// Complex logcumsumexp, one element along `dim` per while step in CPU's
+// order: a complex result's imaginary part depends on the combine order
+// (it is not reduced modulo 2 pi), so a doubling scan could differ from CPU
+// by multiples of 2 pi.
+Value logcumsumexp_complex(Value x, int64_t dim) {
+  Builder& b = x.builder();
+  int64_t r = x.rank(), n = x.dim(dim);
+  Dims perm{dim};
+  for (int64_t i = 0; i < r; ++i)
+    if (i != dim) perm.push_back(i);
+  Value xt = hlo::transpose(x, perm);
+  Dims rest(xt.dims().begin() + 1, xt.dims().end()), one = xt.dims();
+  one[0] = 1;
+  Value run0 = hlo::make_complex(hlo::full(b, hlo::complex_component(x.element()), rest, -INFINITY),
+                                 hlo::full(b, hlo::complex_component(x.element()), rest, 0));
+  auto i64 = [&](int64_t v) { return hlo::constant_int(b, ElementType::kI64, v); };
+  auto out = hlo::while_loop(
+      {i64(0), run0, hlo::zeros_like(xt), xt}, [&](const std::vector<Value>& s) { return hlo::compare(s[0], i64(n), "LT"); },
+      [&](const std::vector<Value>& s) {
+        Value i = s[0], run = s[1], acc = s[2], src = s[3];
+        std::vector<Value> starts{i};
+        for (size_t k = 1; k < one.size(); ++k) starts.push_back(i64(0));
+        Value xi = hlo::reshape(hlo::dynamic_slice(src, starts, one), rest);
+        Value nxt = log_add_exp_c(xi, run);
+        acc = hlo::dynamic_update_slice(acc, hlo::reshape(nxt, one), starts);
+        return std::vector<Value>{hlo::add(i, i64(1)), nxt, acc, src};
+      });
+  Dims inv(r);
+  for (int64_t i = 0; i < r; ++i) inv[perm[i]] = i;
+  return hlo::transpose(out[2], inv);
+}
+
+}  // namespace
+
 // log(cumsum(exp(x))) without overflow: each combine is a stable logaddexp,
 // in float32 for reduced-precision inputs (PyTorch's accumulate type).
+// Complex inputs: logcumsumexp_complex.
 TPU_LOWERING(logcumsumexp) {
   Value x = ctx.tensor("self");
   Builder& b = ctx.b();
@@ -92,9 +152,11 @@ TPU_LOWERING(logcumsumexp) {
   auto out = ctx.out_dtype(0).value_or(ctx.dtype_of("self"));
   int64_t dim = c10::maybe_wrap_dim(ctx.int_arg("dim"), x.rank());
   ElementType e = (out == at::kBFloat16 || out == at::kHalf) ? ElementType::kF32 : element_type(out);
-  TORCH_CHECK(hlo::is_float(e), "logcumsumexp(): expected a floating point output dtype, got ", out);
+  TORCH_CHECK(hlo::is_float(e) || hlo::is_complex(e),
+              "logcumsumexp(): expected a floating point or complex output dtype, got ", out);
   x = hlo::convert(x, e);
   if (x.rank() == 0 || x.type().numel() == 0) return {hlo::convert(x, element_type(out))};
+  if (hlo::is_complex(e)) return {logcumsumexp_complex(x, dim)};
   Value r = sortscan::scan({x}, dim, {hlo::constant(b, e, -INFINITY)},
                         [](const std::vector<Value>& a, const std::vector<Value>& c) {
                           Value p = a[0], q = c[0];

@@ -239,3 +239,59 @@ def test_eig_known_spectrum():
     A = S @ torch.diag(lam) @ torch.linalg.inv(S)
     w = torch.linalg.eigvals(A.to("tpu"))
     assert_close(_sorted_eigvals(w), _sorted_eigvals(lam.to(torch.complex128)), atol=1e-6, rtol=1e-6)
+
+
+# Complex linear algebra: the real algorithms' complex forms (lowering/
+# linalg_cplx.h). Non-unique outputs are compared as PyTorch's OpInfo does:
+# |U|, |V| (phase-free), or through a reconstruction.
+def _hpd(n, seed=3):
+    a = cmake((2, n, n), seed=seed)
+    return a @ a.mH + n * torch.eye(n)
+
+
+LINALG = {
+    "qr": lambda a, b: torch.linalg.qr(a),
+    "geqrf_ormqr": lambda a, b: torch.ormqr(*torch.geqrf(a), b, left=True, transpose=True),
+    "cholesky_solve_upper": lambda a, b: torch.cholesky_solve(
+        b, torch.linalg.cholesky(a @ a.mH + 4 * torch.eye(4, device=a.device), upper=True), upper=True),
+    "lu_solve_adjoint": lambda a, b: torch.linalg.lu_solve(*torch.linalg.lu_factor(a), b, adjoint=True),
+    "solve_right": lambda a, b: torch.linalg.solve(a, b.mT, left=False),
+    "det_slogdet": lambda a, b: (torch.linalg.det(a), *torch.linalg.slogdet(a)),
+    "triangular_solve_transpose": lambda a, b: torch.triangular_solve(b, a.tril() + 3 * torch.eye(4, device=a.device),
+                                                                      upper=False, transpose=True),
+    "eigh": lambda a, b: (lambda r: (r[0], r[1].abs()))(torch.linalg.eigh(a @ a.mH, UPLO="U")),
+    "svd_wide": lambda a, b: (lambda r: (r[0].abs(), r[1], r[2][..., :3, :].abs()))(torch.linalg.svd(a[..., :3, :])),
+    "lstsq_wide": lambda a, b: torch.linalg.lstsq(a[..., :3, :], b[..., :3, :]).solution,
+    "matrix_exp": lambda a, b: torch.linalg.matrix_exp(0.3 * a),
+}
+
+
+@pytest.mark.parametrize("name", list(LINALG))
+def test_linalg_complex(name):
+    a, b = cmake((2, 4, 4), seed=4), cmake((2, 4, 3), seed=5)
+    check(LINALG[name], a, b, atol=1e-4, rtol=1e-4)
+
+
+def test_linalg_complex_reconstructs():
+    """Complex128 (x64): A = U S V^H (tall), A V = V diag(w) (Hermitian)."""
+    a = cmake((5, 3), C128, seed=6).to("tpu")
+    U, S, Vh = torch.linalg.svd(a, full_matrices=False)
+    assert_close(U @ torch.diag(S).to(a.dtype) @ Vh, a.cpu(), atol=1e-10, rtol=1e-10)
+    h = _hpd(4).to(C128).to("tpu")
+    w, V = torch.linalg.eigh(h)
+    assert w.dtype == torch.float64
+    assert_close(V @ torch.diag_embed(w).to(h.dtype) @ V.mH, h.cpu(), atol=1e-9, rtol=1e-9)
+
+
+def test_ldl_complex_symmetric():
+    a = cmake((4, 4), seed=7)
+    a = a + a.mT  # complex symmetric, not Hermitian
+    check(lambda x: torch.linalg.ldl_factor_ex(x), a, atol=1e-4, rtol=1e-4)
+    with pytest.raises(RuntimeError, match="hermitian=True"):
+        torch.linalg.ldl_factor_ex(_hpd(4)[0].to("tpu"), hermitian=True)
+
+
+def test_logcumsumexp():
+    # Large imaginary parts: the result's imaginary part depends on the
+    # combine order, which must be CPU's.
+    check(lambda t: torch.logcumsumexp(t, 1), cmake((3, 6), seed=8, scale=9.0), **TOL)
