@@ -605,7 +605,7 @@ class XlaRuntime final : public Runtime {
 
   void check_device(int device) {
     TORCH_CHECK(device >= 0 && device < device_count(), "torch_tpu: invalid device index ", device, " (",
-                device_count(), " device(s) available)");
+                device_count(), " device(s) available)", job_device_hint());
   }
 
   py::object backend_, compile_options_cls_, device_assignment_cls_, device_list_cls_, batched_device_put_, immutable_during_call_,
@@ -758,6 +758,13 @@ bool job_failed() { return g_job_failed; }
 const JobInfo& job() {
   get();
   return g_runtime->job();
+}
+
+std::string job_device_hint() {
+  const JobInfo& j = job();
+  if (!j.active) return "";
+  return c10::str("; in a job each process owns one device, tpu:0 (this is rank ", j.rank, ", local rank ",
+                  j.local_rank, "): use torch.device(\"tpu\") where a CUDA script uses cuda:LOCAL_RANK");
 }
 
 int64_t process_device_id(int process) {
