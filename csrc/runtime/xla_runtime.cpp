@@ -589,7 +589,9 @@ class XlaRuntime final : public Runtime {
     // An accelerator process owns the chip of its local rank.
     if (wanted == "tpu" || wanted == "gpu") kw["local_device_ids"] = py::make_tuple(job_.local_rank);
     try {
-      jax.attr("distributed").attr("initialize")(**kw);
+      // jax.distributed.initialize, with a callback that keeps the process
+      // alive when the coordination service fails (rank 0 died): see _join.py.
+      py::module_::import("torch_tpu.distributed._join").attr("join")(**kw);
       // Recoverable tasks skip jax's shutdown barrier, and a process whose
       // coordinator (rank 0) is gone is aborted: torch_tpu.distributed's
       // exit hook makes the ranks leave together. Registered after jax's
