@@ -379,6 +379,13 @@ def train():
         FAILS.append(f"default backend config {dist.get_backend_config()}")
 
     mesh = init_device_mesh("tpu", (world,))
+    # the reference's helper: on XLA:CPU (no chip coordinates) ranks in order; slices as rank blocks
+    topo = torch.tpu.topology_aware_mesh((world,), mesh_dim_names=("dp",))
+    if topo.mesh.tolist() != list(range(world)) or topo.device_type != "tpu" or topo.mesh_dim_names != ("dp",):
+        FAILS.append(f"topology_aware_mesh: {topo}")
+    hybrid = torch.tpu.topology_aware_mesh((1,), (world,))
+    if hybrid.mesh.tolist() != list(range(world)):
+        FAILS.append(f"topology_aware_mesh with dcn_mesh_shape: {hybrid}")
     full = lambda p: p.full_tensor() if isinstance(p, DTensor) else p  # noqa: E731
 
     # FSDP2: each Linear and the root sharded, 3 steps
