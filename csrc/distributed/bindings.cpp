@@ -28,7 +28,6 @@ void init_distributed_bindings(py::module& m) {
     return py::make_tuple(j.active, j.rank, j.world, j.local_rank, j.coordinator);
   });
   d.def("job_failed", [] { return torch_tpu::runtime::job_failed(); });
-  d.def("note_job_failure", [] { torch_tpu::runtime::note_job_failure(); });
   // The job read from the environment (starts nothing).
   d.def("job_from_env", [] {
     auto j = torch_tpu::runtime::job_from_env();
