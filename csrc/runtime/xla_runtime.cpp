@@ -241,7 +241,21 @@ class XlaRuntime final : public Runtime {
     config.attr("update")("jax_num_cpu_devices", virtual_devices);
     // Joining the job must come before any backend starts (jax refuses it
     // later): afterwards the backends list every process's devices.
-    if (job_.active) join_job(jax, wanted);
+    if (job_.active) {
+      // A collective whose peers never come fails after this many seconds
+      // instead of blocking inside execute forever. A group created before
+      // the runtime starts sets it to its own timeout
+      // (torch_tpu/distributed/__init__.py); one created later finds
+      // torch's default group timeout, 30 min (TORCH_TPU_COLLECTIVE_TIMEOUT).
+      const char* f = std::getenv("XLA_FLAGS");
+      std::string flags = f ? f : "";
+      if (flags.find("--xla_cpu_collective_timeout_seconds") == std::string::npos) {
+        const char* t = std::getenv("TORCH_TPU_COLLECTIVE_TIMEOUT");
+        flags += std::string(" --xla_cpu_collective_timeout_seconds=") + (t && *t ? t : "1800");
+        setenv("XLA_FLAGS", flags.c_str(), 1);
+      }
+      join_job(jax, wanted);
+    }
 
     py::module_ backend_mod = py::module_::import("jax.extend.backend");
     if (wanted.empty()) {
