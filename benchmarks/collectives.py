@@ -6,6 +6,10 @@ Rank 0 prints one line per (collective, size): the median time of a few
 calls and the bus bandwidth (NCCL's convention: all_reduce moves
 2(W-1)/W of the buffer per rank, all_gather and reduce_scatter (W-1)/W),
 for tpu_dist on tpu tensors and Gloo on cpu tensors, and their ratio.
+Then the step time of DDP (an MLP of --ddp-width, SGD) with W processes
+against one process training alone on the same per-rank batch.
+TORCH_TPU_DIST_CHECK=0 measures tpu_dist without its program check (the
+small all-gather before each collective that catches mismatched ranks).
 """
 
 import argparse
@@ -35,6 +39,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--max-mib", type=int, default=64)
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--ddp-width", type=int, default=512)
+    ap.add_argument("--ddp-steps", type=int, default=10)
+    ap.add_argument("--skip-bandwidth", action="store_true")
     args = ap.parse_args()
     dist.init_process_group("cpu:gloo,tpu:tpu_dist", timeout=datetime.timedelta(seconds=300))
     W, rank = dist.get_world_size(), dist.get_rank()
@@ -45,8 +52,8 @@ def main():
         b *= 4
     if rank == 0:
         print(f"{'collective':<15}{'bytes':>10}{'tpu_dist ms':>13}{'gloo ms':>10}{'tpu GB/s':>10}{'gloo GB/s':>10}{'ratio':>7}")
-    for name, factor in [("all_reduce", 2 * (W - 1) / W), ("all_gather", (W - 1) / W),
-                         ("reduce_scatter", (W - 1) / W)]:
+    for name, factor in [] if args.skip_bandwidth else [("all_reduce", 2 * (W - 1) / W),
+                                                         ("all_gather", (W - 1) / W), ("reduce_scatter", (W - 1) / W)]:
         for nbytes in sizes:
             n = nbytes // 4
             res = {}
@@ -74,7 +81,49 @@ def main():
                 bw = {d: factor * nbytes / t / 1e9 for d, t in res.items()}
                 print(f"{name:<15}{nbytes:>10}{res['tpu'] * 1e3:>13.3f}{res['cpu'] * 1e3:>10.3f}"
                       f"{bw['tpu']:>10.3f}{bw['cpu']:>10.3f}{bw['tpu'] / bw['cpu']:>7.2f}", flush=True)
+    ddp_step_time(args, W, rank)
     dist.destroy_process_group()
+
+
+def ddp_step_time(args, W, rank):
+    """Median step (forward, backward, SGD, synchronize) of one process alone
+    and of DDP over W processes, each on a per-rank batch of 32."""
+    import torch.nn as nn
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    def model():
+        torch.manual_seed(0)
+        w = args.ddp_width
+        return nn.Sequential(nn.Linear(w, w), nn.GELU(), nn.Linear(w, w), nn.GELU(), nn.Linear(w, w)).to("tpu")
+
+    x = torch.randn(32, args.ddp_width, device="tpu")
+
+    def run(net):
+        opt = torch.optim.SGD(net.parameters(), lr=0.01)
+
+        def step():
+            opt.zero_grad()
+            net(x).square().mean().backward()
+            opt.step()
+            torch.tpu.synchronize()
+
+        for _ in range(3):
+            step()
+        ts = []
+        for _ in range(args.ddp_steps):
+            t0 = time.perf_counter()
+            step()
+            ts.append(time.perf_counter() - t0)
+        return statistics.median(ts)
+
+    alone = run(model()) if rank == 0 else None  # the other ranks wait at the barrier
+    dist.barrier()
+    ddp = run(DDP(model()))
+    if rank == 0:
+        n = sum(p.numel() for p in model().parameters())
+        print(f"DDP step, MLP of {n * 4 / 2**20:.1f} MiB of parameters, batch 32 per rank: 1 process "
+              f"{alone * 1e3:.1f} ms, {W} processes {ddp * 1e3:.1f} ms ({ddp / alone:.2f}x the time for "
+              f"{W}x the samples)", flush=True)
 
 
 if __name__ == "__main__":

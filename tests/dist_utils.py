@@ -48,12 +48,13 @@ def run_job(args, nproc=2, timeout=120, env=None, kill_rank=None):
         return outs
     finally:
         for p in procs:
-            if p.poll() is None:
-                try:
-                    os.killpg(p.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                p.wait()
+            # the whole session: rank 0's coordination service runs in a child
+            # that outlives a dead rank 0 for a while (_coordinator.py)
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.wait()
 
 
 def check_job(outs):

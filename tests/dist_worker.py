@@ -226,8 +226,35 @@ def collectives():
         if "_allgather_base" not in str(e) or "must hold" not in str(e):
             FAILS.append(f"wrong output size raised an unclear error: {e}")
 
+    # ranks that disagree on shapes, dtypes or the reduce op: every rank raises, none runs the collective
+    for what, make in [("shape", lambda: torch.ones(4 + RANK, device="tpu")),
+                       ("dtype", lambda: torch.ones(4, device="tpu", dtype=torch.float32 if RANK else torch.int32))]:
+        t = make()
+        try:
+            dist.all_reduce(t)
+            FAILS.append(f"all_reduce with a different {what} on each rank did not raise")
+        except dist.DistBackendError as e:
+            if "different tensors" not in str(e) or "allreduce" not in str(e) or "rank 1:" not in str(e):
+                FAILS.append(f"mismatched {what}: unclear error: {e}")
+        check(f"mismatched {what} left the tensor alone", make().cpu(), t)
+    try:
+        dist.all_reduce(torch.ones(3, device="tpu"), op=R.SUM if RANK else R.MAX)
+        FAILS.append("all_reduce with a different op on each rank did not raise")
+    except dist.DistBackendError:
+        pass
+    t = torch.full((3,), float(RANK), device="tpu")
+    dist.all_reduce(t)  # the group still works
+    check("all_reduce after mismatches", torch.full((3,), float(sum(range(W)))), t)
+
     dist.barrier()
     assert torch.tpu.device_count() == 1 and torch.tensor([1.0], device="tpu").device == torch.device("tpu:0")
+    # a CUDA script's tpu:LOCAL_RANK: the error says each process owns tpu:0
+    try:
+        torch.ones(1, device=f"tpu:{W}")
+        FAILS.append(f"tpu:{W} did not raise")
+    except RuntimeError as e:
+        if "each process owns one device, tpu:0" not in str(e):
+            FAILS.append(f"tpu:{W}: unclear error: {e}")
     dist.destroy_process_group()
 
 
@@ -272,40 +299,146 @@ def peer_dies():
     _expect_dist_error("dead peer")
 
 
-def ddp():
-    """DDP over tpu_dist, 10 SGD steps, against one process training on the
-    global batch on CPU (parameters to 1e-5)."""
+def rank0_dies():
+    """Rank 0, which started the job's coordination service, dies after the
+    first all_reduce: the others' next one raises (no abort)."""
+    dist.init_process_group("tpu_dist", timeout=datetime.timedelta(seconds=5))
+    t = torch.ones(4, device="tpu")
+    dist.all_reduce(t)
+    check("warm-up all_reduce", torch.full((4,), float(W)), t)
+    if RANK == 0:
+        os._exit(0)
+    time.sleep(1)
+    _expect_dist_error("dead rank 0")
+
+
+def train():
+    """A training script written for CUDA with the device string changed, run
+    by plain torchrun: init_process_group() with no backend (torch's default
+    for tpu), DDP without device_ids, object collectives, rank 0 evaluating
+    alone between steps (MPMD); then FSDP2, tensor parallel and DTensor on a
+    DeviceMesh("tpu"), and a distributed checkpoint saved by TP-sharded
+    parameters and loaded into FSDP-sharded ones. Every result is compared
+    with one process training on the global batch on CPU (1e-5). The test
+    loads the checkpoint in one process too (sys.argv[2] is its folder)."""
+    import torch.distributed.checkpoint as dcp
     import torch.nn as nn
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+    from torch.distributed.tensor import DTensor, Replicate, Shard, distribute_tensor
+    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
     from torch.nn.parallel import DistributedDataParallel as DDP
 
-    dist.init_process_group("cpu:gloo,tpu:tpu_dist", timeout=datetime.timedelta(seconds=120))
+    device = torch.device("tpu")  # was "cuda"
+    local_rank = int(os.environ["LOCAL_RANK"])
+    torch.tpu.set_device(local_rank % torch.tpu.device_count())
+    dist.init_process_group(timeout=datetime.timedelta(seconds=120))
+    rank, world = dist.get_rank(), dist.get_world_size()
 
     def model():
         torch.manual_seed(0)
         return nn.Sequential(nn.Linear(8, 16), nn.LayerNorm(16), nn.GELU(), nn.Linear(16, 4))
 
+    def compare(what, net, ref, full=lambda p: p):
+        for (name, p), q in zip(net.named_parameters(), ref.parameters()):
+            got = full(p.detach()).cpu()
+            if got.shape != q.shape or not torch.allclose(got, q.detach(), atol=1e-5, rtol=0):
+                FAILS.append(f"{what} {name}: {tuple(got.shape)} vs {tuple(q.shape)}, max diff "
+                             f"{(got - q.detach()).abs().max().item() if got.shape == q.shape else 'n/a'}")
+
+    def steps(net, ref, n, per_rank=4, seed=123):
+        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+        ref_opt = torch.optim.SGD(ref.parameters(), lr=0.1)
+        g = torch.Generator().manual_seed(seed)
+        for step in range(n):
+            x = torch.randn(world * per_rank, 8, generator=g)
+            y = torch.randn(world * per_rank, 4, generator=g)
+            mine = slice(rank * per_rank, (rank + 1) * per_rank)
+            opt.zero_grad()
+            loss = nn.functional.mse_loss(net(x[mine].to(device)), y[mine].to(device))
+            loss.backward()
+            opt.step()
+            ref_opt.zero_grad()
+            nn.functional.mse_loss(ref(x), y).backward()
+            ref_opt.step()
+            yield step, loss
+
+    # DDP, 10 steps; rank 0 evaluates alone every few steps; losses logged through an object collective
     ref = model()
-    net = DDP(model().to("tpu"))  # no device_ids
-    # different initial weights on rank 1 must be overwritten by rank 0's broadcast
-    ref_opt = torch.optim.SGD(ref.parameters(), lr=0.1)
-    opt = torch.optim.SGD(net.parameters(), lr=0.1)
-    per_rank = 4
-    g = torch.Generator().manual_seed(123)
-    for step in range(10):
-        x = torch.randn(W * per_rank, 8, generator=g)
-        y = torch.randn(W * per_rank, 4, generator=g)
-        mine = slice(RANK * per_rank, (RANK + 1) * per_rank)
-        opt.zero_grad()
-        loss = nn.functional.mse_loss(net(x[mine].to("tpu")), y[mine].to("tpu"))
-        loss.backward()
-        opt.step()
-        ref_opt.zero_grad()
-        nn.functional.mse_loss(ref(x), y).backward()
-        ref_opt.step()
-    for (name, p), q in zip(net.module.named_parameters(), ref.parameters()):
-        got = p.detach().cpu()
-        if not torch.allclose(got, q.detach(), atol=1e-5, rtol=0):
-            FAILS.append(f"ddp {name}: max diff {(got - q.detach()).abs().max().item():.3g}")
+    net = DDP(model().to(device))
+    for step, loss in steps(net, ref, 10):
+        if rank == 0 and step % 4 == 0:
+            with torch.no_grad():
+                net.module(torch.ones(2, 8, device=device)).sum().item()
+        losses = [None] * world
+        dist.all_gather_object(losses, round(loss.item(), 6))
+        if len(losses) != world or None in losses:
+            FAILS.append(f"all_gather_object: {losses}")
+    compare("ddp", net.module, ref)
+    if "tpu_dist_gloo" not in dist.get_backend_config():
+        FAILS.append(f"default backend config {dist.get_backend_config()}")
+
+    mesh = init_device_mesh("tpu", (world,))
+    # the reference's helper: on XLA:CPU (no chip coordinates) ranks in order; slices as rank blocks
+    topo = torch.tpu.topology_aware_mesh((world,), mesh_dim_names=("dp",))
+    if topo.mesh.tolist() != list(range(world)) or topo.device_type != "tpu" or topo.mesh_dim_names != ("dp",):
+        FAILS.append(f"topology_aware_mesh: {topo}")
+    hybrid = torch.tpu.topology_aware_mesh((1,), (world,))
+    if hybrid.mesh.tolist() != list(range(world)):
+        FAILS.append(f"topology_aware_mesh with dcn_mesh_shape: {hybrid}")
+    full = lambda p: p.full_tensor() if isinstance(p, DTensor) else p  # noqa: E731
+
+    # FSDP2: each Linear and the root sharded, 3 steps
+    ref = model()
+    net = model().to(device)
+    for layer in net:
+        if isinstance(layer, nn.Linear):
+            fully_shard(layer, mesh=mesh)
+    fully_shard(net, mesh=mesh)
+    for _ in steps(net, ref, 3, seed=7):
+        pass
+    compare("fsdp2", net, ref, full)
+
+    # tensor parallel: column-wise then row-wise, forward and backward on the same input
+    torch.manual_seed(1)
+    ref = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+    tp = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+    tp.load_state_dict(ref.state_dict())
+    tp = parallelize_module(tp.to(device), mesh, {"0": ColwiseParallel(), "2": RowwiseParallel()})
+    x = torch.randn(5, 8, generator=torch.Generator().manual_seed(2))
+    out = tp(x.to(device))
+    out.sum().backward()
+    want = ref(x)
+    want.sum().backward()
+    if not torch.allclose(out.cpu(), want.detach(), atol=1e-5):
+        FAILS.append(f"tp forward: max diff {(out.cpu() - want.detach()).abs().max().item()}")
+    for (name, p), q in zip(tp.named_parameters(), ref.parameters()):
+        g = full(p.grad).cpu()
+        if not torch.allclose(g, q.grad, atol=1e-5):
+            FAILS.append(f"tp grad {name}: max diff {(g - q.grad).abs().max().item()}")
+        if not (isinstance(p, DTensor) and p.device_mesh.device_type == "tpu"):
+            FAILS.append(f"tp {name} is not a DTensor on the tpu mesh")
+
+    # DTensor: shard rows, redistribute to replicated
+    d = distribute_tensor(torch.arange(4.0 * world * 3).reshape(4 * world, 3).to(device), mesh, [Shard(0)])
+    check("dtensor local shard", torch.arange(4.0 * world * 3).reshape(4 * world, 3)[4 * rank:4 * rank + 4],
+          d.to_local())
+    check("dtensor redistribute", torch.arange(4.0 * world * 3).reshape(4 * world, 3),
+          d.redistribute(mesh, [Replicate()]).to_local())
+
+    # distributed checkpoint: saved from the TP-sharded model, loaded into an FSDP-sharded one
+    path = sys.argv[2]
+    dcp.save({"model": tp.state_dict()}, checkpoint_id=path)
+    torch.manual_seed(5)
+    other = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4)).to(device)
+    fully_shard(other, mesh=mesh)
+    state = {"model": other.state_dict()}
+    dcp.load(state, checkpoint_id=path)
+    other.load_state_dict(state["model"])
+    compare("dcp TP -> FSDP", other, ref, full)
+    if rank == 0:
+        torch.save(ref.state_dict(), os.path.join(path, "reference.pt"))
+    dist.barrier()
     dist.destroy_process_group()
 
 

@@ -23,7 +23,7 @@ __all__ = [
     "get_amp_supported_dtype", "amp", "precision", "get_precision", "Precision",
     "Stream", "Event", "current_stream", "default_stream", "set_stream", "stream", "StreamContext",
     "eager_mode", "get_eager_mode", "set_eager_mode", "EagerMode", "mark_step",
-    "compile_cache_stats", "clear_compile_cache", "pallas",
+    "compile_cache_stats", "clear_compile_cache", "pallas", "topology_aware_mesh",
 ]
 
 from .amp import get_amp_supported_dtype  # noqa: E402
@@ -50,6 +50,13 @@ def _index(device: Any = None) -> int:
             raise ValueError(f"expected a tpu device, got {device}")
         return _C._current_device() if device.index is None else device.index
     raise TypeError(f"expected a device, int or str, got {type(device).__name__}")
+
+
+def topology_aware_mesh(mesh_shape, dcn_mesh_shape=None, *, mesh_dim_names=None):
+    """A DeviceMesh("tpu") laid out on the chips' interconnect (torch_tpu/distributed/mesh.py)."""
+    from .distributed.mesh import topology_aware_mesh as make
+
+    return make(mesh_shape, dcn_mesh_shape, mesh_dim_names=mesh_dim_names)
 
 
 def is_available() -> bool:

@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "device/guard.h"
+#include "runtime/collective_runtime.h"
 #include "runtime/runtime.h"
 
 namespace torch_tpu::device {
@@ -97,7 +98,7 @@ c10::DeviceIndex current_device() { return t_current_device; }
 
 void set_current_device(c10::DeviceIndex index) {
   TORCH_CHECK(index >= 0 && index < device_count(), "torch_tpu: invalid device index ", static_cast<int>(index),
-              " (", static_cast<int>(device_count()), " tpu device(s) available)");
+              " (", static_cast<int>(device_count()), " tpu device(s) available)", runtime::job_device_hint());
   t_current_device = index;
 }
 

@@ -10,6 +10,8 @@
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 
+#include <cstdlib>
+#include <functional>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
@@ -26,6 +28,36 @@ namespace {
 
 using runtime::BufferRef;
 using Clock = std::chrono::steady_clock;
+
+// Waits until `b` is computed, raising DistBackendError past `deadline` or
+// if its program failed. Polls (a blocking wait could not give up at the
+// deadline): spins briefly, then sleeps with growing intervals up to 1 ms.
+void wait_ready(const BufferRef& b, Clock::time_point deadline, std::chrono::milliseconds limit,
+                const std::string& what) {
+  int spins = 0;
+  auto nap = std::chrono::microseconds(20);
+  while (!runtime::buffer_ready(b)) {
+    if (Clock::now() > deadline) {
+      runtime::note_job_failure();
+      C10_THROW_ERROR(DistBackendError,
+                      c10::str("tpu_dist: ", what, " did not finish within the timeout of ", limit.count(),
+                               " ms: a rank of the group did not join it (it is not running this collective, "
+                               "is blocked, or died)"));
+    }
+    if (++spins < 64) {
+      std::this_thread::yield();
+    } else {
+      std::this_thread::sleep_for(nap);
+      nap = std::min(nap * 2, std::chrono::microseconds(1000));
+    }
+  }
+  try {
+    runtime::xla_buffer_wait(*b, what.c_str());
+  } catch (const c10::Error& e) {
+    runtime::note_job_failure();
+    C10_THROW_ERROR(DistBackendError, c10::str("tpu_dist: ", what, " failed: ", e.what_without_backtrace()));
+  }
+}
 
 // Finished once every result buffer is computed. The future holds the
 // results at once: like a CUDA stream's, its values are usable in program
@@ -53,32 +85,11 @@ class TpuWork final : public c10d::Work {
     auto limit = timeout == kNoTimeout ? timeout_ : timeout;
     auto deadline = Clock::now() + limit;
     for (const auto& b : pending_) {
-      // Poll (a blocking wait could not give up at the deadline): spin
-      // briefly, then sleep with growing intervals up to 1 ms.
-      int spins = 0;
-      auto nap = std::chrono::microseconds(20);
-      while (!runtime::buffer_ready(b)) {
-        if (Clock::now() > deadline) {
-          error_ = "timed out";
-          runtime::note_job_failure();
-          C10_THROW_ERROR(DistBackendError,
-                          c10::str("tpu_dist: ", what_, " did not finish within the timeout of ", limit.count(),
-                                   " ms: a rank of the group did not join it (it is not running this collective, "
-                                   "is blocked, or died)"));
-        }
-        if (++spins < 64) {
-          std::this_thread::yield();
-        } else {
-          std::this_thread::sleep_for(nap);
-          nap = std::min(nap * 2, std::chrono::microseconds(1000));
-        }
-      }
       try {
-        runtime::xla_buffer_wait(*b, what_.c_str());
+        wait_ready(b, deadline, limit, what_);
       } catch (const c10::Error& e) {
         error_ = e.what_without_backtrace();
-        runtime::note_job_failure();
-        C10_THROW_ERROR(DistBackendError, c10::str("tpu_dist: ", what_, " failed: ", error_));
+        throw;
       }
     }
     pending_.clear();
@@ -192,18 +203,7 @@ class TpuDistBackend final : public c10d::Backend {
 
   c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
                                            const c10d::AllreduceOptions& opts) override {
-    std::vector<BufferRef> pending;
-    for (auto& t : tensors) {
-      check(t, "allreduce");
-      bool avg;
-      Reduce r = reduce_kind(opts.reduceOp, t.scalar_type(), avg, "allreduce");
-      at::Tensor x = as_carried(t, r);
-      auto e = lowering::element_type(x.scalar_type());
-      auto out = run("allreduce", all_reduce_program(e, x.numel(), r, avg, getSize()), elements(x), e, x.numel());
-      write_back(t, x, out);
-      pending.push_back(out);
-    }
-    return work(c10d::OpType::ALLREDUCE, "allreduce", pending, tensors);
+    return reduce_each(tensors, opts.reduceOp, -1, c10d::OpType::ALLREDUCE, "allreduce");
   }
 
   c10::intrusive_ptr<c10d::Work> allreduce_coalesced(std::vector<at::Tensor>& tensors,
@@ -211,19 +211,10 @@ class TpuDistBackend final : public c10d::Backend {
     return allreduce(tensors, opts);
   }
 
+  // XLA has no reduce-to-root collective: every rank gets the all-reduce,
+  // only the root keeps it.
   c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors, const c10d::ReduceOptions& opts) override {
-    std::vector<BufferRef> pending;
-    for (auto& t : tensors) {
-      check(t, "reduce");
-      bool avg;
-      Reduce r = reduce_kind(opts.reduceOp, t.scalar_type(), avg, "reduce");
-      at::Tensor x = as_carried(t, r);
-      auto e = lowering::element_type(x.scalar_type());
-      auto out = run("reduce", all_reduce_program(e, x.numel(), r, avg, getSize()), elements(x), e, x.numel());
-      if (getRank() == opts.rootRank) write_back(t, x, out);
-      pending.push_back(out);
-    }
-    return work(c10d::OpType::REDUCE, "reduce", pending, tensors);
+    return reduce_each(tensors, opts.reduceOp, static_cast<int>(opts.rootRank), c10d::OpType::REDUCE, "reduce");
   }
 
   c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
@@ -512,6 +503,23 @@ class TpuDistBackend final : public c10d::Backend {
                 " (this is rank ", getRank(), " of ", getSize(), ")");
   }
 
+  // All-reduces each tensor; root < 0: every rank keeps the result.
+  c10::intrusive_ptr<c10d::Work> reduce_each(std::vector<at::Tensor>& tensors, const c10d::ReduceOp& op, int root,
+                                             c10d::OpType type, const char* what) {
+    std::vector<BufferRef> pending;
+    for (auto& t : tensors) {
+      check(t, what);
+      bool avg;
+      Reduce r = reduce_kind(op, t.scalar_type(), avg, what);
+      at::Tensor x = as_carried(t, r);
+      auto e = lowering::element_type(x.scalar_type());
+      auto out = run(what, all_reduce_program(e, x.numel(), r, avg, getSize()), elements(x), e, x.numel());
+      if (root < 0 || getRank() == root) write_back(t, x, out);
+      pending.push_back(out);
+    }
+    return work(type, what, pending, tensors);
+  }
+
   // The tensor the program carries: bool as uint8.
   at::Tensor as_carried(const at::Tensor& t, Reduce& r) const {
     if (t.scalar_type() != at::kBool) return t;
@@ -610,28 +618,79 @@ class TpuDistBackend final : public c10d::Backend {
     return run_on(what, text, device_ids_, arg, e, out_n);
   }
 
-  // Compiles (once per program and device assignment) and runs a
-  // collective now, in every eager mode.
-  BufferRef run_on(const std::string& what, const std::string& text, const std::vector<int64_t>& devices,
-                   const BufferRef& arg, hlo::ElementType e, int64_t out_n) {
-    runtime::RuntimeLock lock;
+  // Compiles a program once per text and device assignment.
+  static runtime::ExecutableRef program(const std::string& text, const std::vector<int64_t>& devices,
+                                        hlo::ElementType e, int64_t out_n, const std::string& what) {
     std::string key = text;
     for (int64_t d : devices) key += "," + std::to_string(d);
     static auto* programs = new std::unordered_map<std::string, runtime::ExecutableRef>();
     auto it = programs->find(key);
     if (it == programs->end()) {
       hlo::TensorType out{e, {out_n}};
-      auto exe = runtime::compile_replicated(text, devices, 0, {out}, "tpu_dist " + what);
-      it = programs->emplace(key, exe).first;
+      it = programs->emplace(key, runtime::compile_replicated(text, devices, 0, {out}, "tpu_dist " + what)).first;
     }
+    return it->second;
+  }
+
+  BufferRef execute(const std::string& what, const runtime::ExecutableRef& exe, const BufferRef& arg) {
     // XLA:CPU may run the collective within the call: a peer that died or
     // never came fails it here (after --xla_cpu_collective_timeout_seconds).
     try {
-      return runtime::execute_now(*it->second, {arg}).at(0);
+      return runtime::execute_now(*exe, {arg}).at(0);
     } catch (const c10::Error& e) {
       runtime::note_job_failure();
       C10_THROW_ERROR(DistBackendError, c10::str("tpu_dist: ", describe(what), " failed: ", e.what_without_backtrace()));
     }
+  }
+
+  // Before a collective, every rank shows the others which program it is
+  // about to run (a hash of its text, its element type and result size) in
+  // a small all-gather of its own: ranks that called the collective with
+  // other shapes, dtypes, reduce ops or roots would otherwise meet in
+  // XLA's transfers with different sizes (gloo aborts the process) or mix
+  // the bits of different types. TORCH_TPU_DIST_CHECK=0 skips it.
+  void check_same_program(const std::string& what, const std::string& text, const std::vector<int64_t>& devices,
+                          hlo::ElementType e, int64_t out_n) {
+    static const bool enabled = [] {
+      const char* v = std::getenv("TORCH_TPU_DIST_CHECK");
+      return !(v && std::string(v) == "0");
+    }();
+    if (!enabled || devices.size() < 2) return;
+    int W = static_cast<int>(devices.size());
+    constexpr int kFields = 3;
+    int64_t mine[kFields] = {static_cast<int64_t>(std::hash<std::string>{}(text) >> 1), static_cast<int64_t>(e),
+                             out_n};
+    hlo::TensorType type{hlo::ElementType::kI64, {kFields}};
+    BufferRef arg = runtime::get().to_device(mine, type, 0);
+    auto exe = program(all_gather_program(hlo::ElementType::kI64, kFields, W), devices, hlo::ElementType::kI64,
+                       kFields * W, "program check");
+    BufferRef got = execute(what + " (program check)", exe, arg);
+    wait_ready(got, Clock::now() + timeout_, timeout_, describe(what));
+    std::vector<int64_t> all(kFields * W);
+    runtime::get().to_host(got, all.data(), all.size() * sizeof(int64_t));
+    bool same = true;
+    for (int i = 1; i < W; ++i)
+      for (int f = 0; f < kFields; ++f) same = same && all[i * kFields + f] == all[f];
+    if (same) return;
+    std::string ranks;
+    for (int i = 0; i < W; ++i) {
+      const int64_t* d = &all[i * kFields];
+      ranks += c10::str(i ? "; " : "", "rank ", i, ": ", d[2], " ",
+                        hlo::element_name(static_cast<hlo::ElementType>(d[1])), " result elements, program #",
+                        d[0] % 100000);
+    }
+    C10_THROW_ERROR(DistBackendError,
+                    c10::str("tpu_dist: ", describe(what), ": the ranks called it with different tensors or ",
+                             "arguments (shapes, dtypes, reduce op or root differ), so it was not run: ", ranks));
+  }
+
+  // Checks that every rank runs this program, then runs it now, in every
+  // eager mode.
+  BufferRef run_on(const std::string& what, const std::string& text, const std::vector<int64_t>& devices,
+                   const BufferRef& arg, hlo::ElementType e, int64_t out_n) {
+    runtime::RuntimeLock lock;
+    check_same_program(what, text, devices, e, out_n);
+    return execute(what, program(text, devices, e, out_n, what), arg);
   }
 
   std::vector<int64_t> global_ranks_;

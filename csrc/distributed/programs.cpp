@@ -65,6 +65,16 @@ std::string divide_by_world(ElementType e, int64_t n, int world, const std::stri
          tensor(e, n) + ") -> " + tensor(e, n) + "\n";
 }
 
+// Ends a body whose result %r is (n): divided by W for AVG, then returned.
+std::string returning(std::string body, ElementType e, int64_t n, bool avg, int world) {
+  std::string res = "%r";
+  if (avg) {
+    body += divide_by_world(e, n, world, "%r", "%avg");
+    res = "%avg";
+  }
+  return body + "    \"func.return\"(" + res + ") : (" + tensor(e, n) + ") -> ()\n";
+}
+
 // The integer type of the same width, for moving bits exactly.
 ElementType bits_type(ElementType e) {
   switch (hlo::element_bits(e)) {
@@ -127,13 +137,7 @@ std::string all_reduce_program(ElementType e, int64_t n, Reduce r, bool avg, int
   }
   std::string body = "    %r = \"stablehlo.all_reduce\"(%arg0) " + region(e, r) + " {" + group_attrs(world) + "} : (" + t +
                      ") -> " + t + "\n";
-  std::string res = "%r";
-  if (avg) {
-    body += divide_by_world(e, n, world, "%r", "%avg");
-    res = "%avg";
-  }
-  body += "    \"func.return\"(" + res + ") : (" + t + ") -> ()\n";
-  return module(world, "%arg0: " + t, t, body);
+  return module(world, "%arg0: " + t, t, returning(body, e, n, avg, world));
 }
 
 std::string all_gather_program(ElementType e, int64_t n, int world) {
@@ -147,13 +151,7 @@ std::string reduce_scatter_program(ElementType e, int64_t n, Reduce r, bool avg,
   std::string in = tensor(e, n * world), out = tensor(e, n);
   std::string body = "    %r = \"stablehlo.reduce_scatter\"(%arg0) " + region(e, r) + " {scatter_dimension = 0 : i64, " +
                      group_attrs(world) + "} : (" + in + ") -> " + out + "\n";
-  std::string res = "%r";
-  if (avg) {
-    body += divide_by_world(e, n, world, "%r", "%avg");
-    res = "%avg";
-  }
-  body += "    \"func.return\"(" + res + ") : (" + out + ") -> ()\n";
-  return module(world, "%arg0: " + in, out, body);
+  return module(world, "%arg0: " + in, out, returning(body, e, n, avg, world));
 }
 
 std::string broadcast_program(ElementType e, int64_t n, int root, int world) {

@@ -27,6 +27,9 @@ struct JobInfo {
 JobInfo job_from_env();
 // The job the running runtime joined (starts the runtime).
 const JobInfo& job();
+// Appended to an invalid-device-index error: in a job each process owns
+// one device, tpu:0, where a CUDA script would use cuda:LOCAL_RANK ("" alone).
+std::string job_device_hint();
 
 // A collective failed (a peer died or timed out): the process then exits
 // without waiting for the other ranks at the end of the job.

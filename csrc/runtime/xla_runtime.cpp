@@ -241,7 +241,21 @@ class XlaRuntime final : public Runtime {
     config.attr("update")("jax_num_cpu_devices", virtual_devices);
     // Joining the job must come before any backend starts (jax refuses it
     // later): afterwards the backends list every process's devices.
-    if (job_.active) join_job(jax, wanted);
+    if (job_.active) {
+      // A collective whose peers never come fails after this many seconds
+      // instead of blocking inside execute forever. A group created before
+      // the runtime starts sets it to its own timeout
+      // (torch_tpu/distributed/__init__.py); one created later finds
+      // torch's default group timeout, 30 min (TORCH_TPU_COLLECTIVE_TIMEOUT).
+      const char* f = std::getenv("XLA_FLAGS");
+      std::string flags = f ? f : "";
+      if (flags.find("--xla_cpu_collective_timeout_seconds") == std::string::npos) {
+        const char* t = std::getenv("TORCH_TPU_COLLECTIVE_TIMEOUT");
+        flags += std::string(" --xla_cpu_collective_timeout_seconds=") + (t && *t ? t : "1800");
+        setenv("XLA_FLAGS", flags.c_str(), 1);
+      }
+      join_job(jax, wanted);
+    }
 
     py::module_ backend_mod = py::module_::import("jax.extend.backend");
     if (wanted.empty()) {
@@ -589,7 +603,9 @@ class XlaRuntime final : public Runtime {
     // An accelerator process owns the chip of its local rank.
     if (wanted == "tpu" || wanted == "gpu") kw["local_device_ids"] = py::make_tuple(job_.local_rank);
     try {
-      jax.attr("distributed").attr("initialize")(**kw);
+      // jax.distributed.initialize, with a callback that keeps the process
+      // alive when the coordination service fails (rank 0 died): see _join.py.
+      py::module_::import("torch_tpu.distributed._join").attr("join")(**kw);
       // Recoverable tasks skip jax's shutdown barrier, and a process whose
       // coordinator (rank 0) is gone is aborted: torch_tpu.distributed's
       // exit hook makes the ranks leave together. Registered after jax's
@@ -605,7 +621,7 @@ class XlaRuntime final : public Runtime {
 
   void check_device(int device) {
     TORCH_CHECK(device >= 0 && device < device_count(), "torch_tpu: invalid device index ", device, " (",
-                device_count(), " device(s) available)");
+                device_count(), " device(s) available)", job_device_hint());
   }
 
   py::object backend_, compile_options_cls_, device_assignment_cls_, device_list_cls_, batched_device_put_, immutable_during_call_,
@@ -758,6 +774,13 @@ bool job_failed() { return g_job_failed; }
 const JobInfo& job() {
   get();
   return g_runtime->job();
+}
+
+std::string job_device_hint() {
+  const JobInfo& j = job();
+  if (!j.active) return "";
+  return c10::str("; in a job each process owns one device, tpu:0 (this is rank ", j.rank, ", local rank ",
+                  j.local_rank, "): use torch.device(\"tpu\") where a CUDA script uses cuda:LOCAL_RANK");
 }
 
 int64_t process_device_id(int process) {

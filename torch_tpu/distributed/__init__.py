@@ -3,9 +3,18 @@
 ``tpu_dist`` is a C++ ``c10d::Backend`` (csrc/distributed/) whose
 collectives are StableHLO programs run by XLA over the job's devices (on
 XLA:CPU through XLA's gloo collectives, on a TPU pod over the chips'
-interconnect). It is registered for the ``tpu`` device at import, so
-``init_process_group()`` in a torchrun job gives tpu tensors to tpu_dist
-and cpu tensors to Gloo, as ``"cpu:gloo,tpu:tpu_dist"`` does.
+interconnect). It is registered for the ``tpu`` device at import.
+
+torch's default for a device is a single backend name, and a group created
+without a backend (``init_process_group()``, what a script written for CUDA
+calls) gets that device's backend alone, with Gloo named as its default
+backend although no Gloo exists (fine for NCCL, which torch special-cases;
+DDP fails on anything else). So the ``tpu`` default is ``tpu_dist_gloo``,
+whose creator returns the whole group (torch's supported path for a creator
+that builds a ``ProcessGroup``): tpu tensors to tpu_dist, cpu tensors
+(object collectives, DCP metadata) to Gloo, as ``"cpu:gloo,tpu:tpu_dist"``
+does. ``tpu_dist`` alone, or inside a ``"device:backend"`` string, is the
+tpu backend only.
 
 The runtime joins the job (``jax.distributed.initialize``) when it starts,
 whatever starts it first; see docs/design.md, "Distributed".
@@ -19,6 +28,7 @@ import torch.distributed as dist
 from .. import _C
 
 BACKEND = "tpu_dist"
+DEFAULT_BACKEND = "tpu_dist_gloo"  # what torch picks for "tpu" (see above)
 
 
 def _set_collective_timeout(seconds):
@@ -40,6 +50,26 @@ def _create_backend(opts, backend_options):
     )
 
 
+def _create_default_group(opts, backend_options):
+    """The creator of a ``tpu_dist_gloo`` group: a ProcessGroup with Gloo for
+    cpu tensors and tpu_dist for tpu tensors, tpu_dist its default backend."""
+    from torch._C._distributed_c10d import PrefixStore, ProcessGroupGloo
+
+    group_store = opts.store.underlying_store  # torch gave us PrefixStore("<device>/", group's store)
+    rank, size = opts.group_rank, opts.group_size
+    pg = dist.ProcessGroup(group_store, rank, size)
+    gloo = ProcessGroupGloo(PrefixStore("cpu/", group_store), rank, size, timeout=opts.timeout)
+    gloo.options.global_ranks_in_group = list(opts.global_ranks_in_group)
+    gloo.options.group_name = opts.group_id
+    gloo._set_sequence_number_for_group()
+    opts.store = PrefixStore("tpu/", group_store)
+    tpu = _create_backend(opts, backend_options)
+    pg._set_default_backend(dist.ProcessGroup.BackendType.CUSTOM)
+    pg._register_backend(torch.device("cpu"), dist.ProcessGroup.BackendType.GLOO, gloo)
+    pg._register_backend(torch.device("tpu"), dist.ProcessGroup.BackendType.CUSTOM, tpu)
+    return pg
+
+
 def job_from_env():
     """(active, rank, world_size, local_rank, coordinator) read from the environment."""
     return _C._distributed.job_from_env()
@@ -48,6 +78,8 @@ def job_from_env():
 def _register():
     if not dist.is_available() or BACKEND.upper() in dist.Backend._plugins:
         return
+    # The first registration for a device becomes its default (torch keeps it).
+    dist.Backend.register_backend(DEFAULT_BACKEND, _create_default_group, extended_api=True, devices=["tpu", "cpu"])
     dist.Backend.register_backend(BACKEND, _create_backend, extended_api=True, devices=["tpu"])
 
 
