@@ -94,46 +94,93 @@ def _token_attrs(cfg):
             yield k, v
 
 
-def _shrink(cfg, depth=0):
-    d = vars(cfg)
-    heads_before = d.get("num_attention_heads")
+def _vocab(d):
+    v = d.get("vocab_size")
+    if isinstance(v, int):
+        return v
+    for k in ("text_config", "decoder", "language_config", "llm_config"):
+        sub = d.get(k)
+        if isinstance(sub, dict) and isinstance(sub.get("vocab_size"), int):
+            return sub["vocab_size"]
+    return None
+
+
+def _shrink_dict(d, depth=0):
+    """Shrinks one config's to_dict() in place (and its sub-config dicts).
+    Lists as long as the old depth (layer_types, mlp_layer_types, ...) are
+    cut to the new one; values derived from shrunk ones are recomputed."""
+    old_layers = {k: d[k] for k in _SHRINK_INT if isinstance(d.get(k), int) and "layer" in k}
     for k, new in _SHRINK_INT.items():
         v = d.get(k)
         if isinstance(v, int) and not isinstance(v, bool) and v > new:
-            setattr(cfg, k, new)
-    # explicit head dims follow the new width
-    if "head_dim" in d and isinstance(d["head_dim"], int):
-        cfg.head_dim = HIDDEN // HEADS
-    for k in ("qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "kv_lora_rank", "q_lora_rank"):
+            d[k] = new
+    for k, v in list(d.items()):
+        if isinstance(v, list) and v and not isinstance(v[0], dict):
+            for lk, old in old_layers.items():
+                if len(v) == old and old > d[lk]:
+                    d[k] = v[: d[lk]]
+                    break
+    for k in ("num_attention_heads", "n_head", "num_heads", "encoder_attention_heads",
+              "decoder_attention_heads"):
+        w = d.get("hidden_size", d.get("d_model", d.get("n_embd")))
+        if isinstance(d.get(k), int) and isinstance(w, int) and w % d[k]:
+            d[k] = HEADS if w % HEADS == 0 else 1
+    for k in ("head_dim", "d_head"):
+        if isinstance(d.get(k), int):
+            d[k] = HIDDEN // HEADS
+    if "pad_token_id" in d and d["pad_token_id"] is None:
+        d["pad_token_id"] = 0  # sequence-classification heads need one for batch > 1
+    n = next((d[k] for k in old_layers), None)
+    # dicts keyed by layer index keep the layers that remain
+    for k, v in list(d.items()):
+        if isinstance(v, dict) and v and n is not None and all(str(x).isdigit() for x in v):
+            d[k] = {x: y for x, y in v.items() if int(x) < n}
+    # backbones: the stages taken as features are the last ones that remain
+    if isinstance(d.get("out_indices"), list) and n is not None and "stage_names" in d:
+        kk = len(d["out_indices"])
+        for lk in old_layers:
+            d[lk] = max(d[lk], kk)
+        n = d[next(iter(old_layers))] if old_layers else n
+        d["out_indices"] = list(range(n - kk + 1, n + 1))
+        d.pop("out_features", None)
+        d.pop("stage_names", None)
+    for k in ("qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
+        if isinstance(d.get(k), int) and d[k] > 8:
+            d[k] = 8
+    for k in ("kv_lora_rank", "q_lora_rank"):
         if isinstance(d.get(k), int) and d[k] > 16:
-            setattr(cfg, k, 16 if "lora" in k else 8)
-    # per-layer lists follow the new depth
-    n = d.get("num_hidden_layers")
-    for k in ("layer_types", "mlp_only_layers", "sliding_window_pattern"):
-        v = d.get(k)
-        if isinstance(v, list) and isinstance(n, int) and len(v) > n and k == "layer_types":
-            setattr(cfg, k, v[:n])
-    # vision: stage lists become one block per stage, small images
-    for k in ("depths",):
-        v = d.get(k)
-        if isinstance(v, list) and v and all(isinstance(x, int) for x in v):
-            setattr(cfg, k, [1] * len(v))
+            d[k] = 16
+    if isinstance(d.get("qk_head_dim"), int) and "qk_nope_head_dim" in d:
+        d["qk_head_dim"] = d["qk_nope_head_dim"] + d.get("qk_rope_head_dim", 0)
+    # vision: one block per stage, small images
+    v = d.get("depths")
+    if isinstance(v, list) and v and all(isinstance(x, int) for x in v):
+        d["depths"] = [1] * len(v)
     if isinstance(d.get("image_size"), int) and d["image_size"] > 64:
         p = d.get("patch_size")
         p = p if isinstance(p, int) and p > 0 else 16
-        cfg.image_size = max(2 * p, 64 // p * p)
-    # token ids above the shrunk vocabulary move to its top
-    vocab = d.get("vocab_size")
+        d["image_size"] = max(2 * p, 64 // p * p)
+    for k, sub in d.items():
+        if isinstance(sub, dict) and "model_type" in sub and depth < 3:
+            _shrink_dict(sub, depth + 1)
+    # token ids (and id offsets) above the shrunk vocabulary move to its top
+    vocab = _vocab(d)
     if isinstance(vocab, int):
         top = vocab - 1
-        for k, v in sorted(_token_attrs(cfg)):
-            if v >= vocab:
-                setattr(cfg, k, top)
+        for k in sorted(d):
+            v = d[k]
+            if isinstance(v, int) and not isinstance(v, bool) and (
+                    k.endswith(("_token_id", "_token_index", "_token_offset"))) and v >= vocab:
+                d[k] = top
                 top -= 1
-    for _, sub in _sub_configs(cfg):
-        if depth < 3:
-            _shrink(sub, depth + 1)
-    return cfg
+    return d
+
+
+def _shrink(cfg):
+    d = _shrink_dict(cfg.to_dict())
+    for k in ("transformers_version", "architectures", "_name_or_path"):
+        d.pop(k, None)
+    return type(cfg).from_dict(d)
 
 
 def tiny_config(arch, model_type):
@@ -141,8 +188,7 @@ def tiny_config(arch, model_type):
     OVERRIDES[model_type] (a dict of attributes or a callable(cfg)) last."""
     from transformers import CONFIG_MAPPING
 
-    cfg = CONFIG_MAPPING[model_type]()
-    _shrink(cfg)
+    cfg = _shrink(CONFIG_MAPPING[model_type]())
     for key in (model_type, arch):
         o = OVERRIDES.get(key)
         if callable(o):
@@ -150,8 +196,6 @@ def tiny_config(arch, model_type):
         elif o:
             for k, v in o.items():
                 setattr(cfg, k, v)
-    if hasattr(cfg, "use_cache"):
-        pass
     return cfg
 
 
@@ -193,44 +237,63 @@ def _cfg_get(cfg, *names, default=None):
     return default
 
 
+def _image(cfg, gen):
+    ch = _cfg_get(cfg, "num_channels", "in_channels", default=3)
+    size = _cfg_get(cfg, "image_size", "input_size", default=64)
+    if isinstance(size, (list, tuple)):
+        size = size[-1]
+    if isinstance(size, dict):
+        size = size.get("height", 64)
+    if not isinstance(ch, int):
+        ch = 3
+    return torch.randn(BATCH, ch, size, size, generator=gen)
+
+
 def make_inputs(model, cfg, family, seed=0):
-    """A dict of CPU tensors for `model(**inputs)`, or raises LookupError
-    naming what the harness does not know how to build."""
+    """Candidate input dicts (CPU tensors) for `model(**inputs)`, most
+    complete first: the harness uses the first one CPU's forward accepts.
+    Raises LookupError when it knows no recipe for the main input."""
     gen = torch.Generator().manual_seed(seed)
     params = inspect.signature(model.forward).parameters
     main = getattr(model, "main_input_name", "input_ids")
-    inputs = {}
+    base = {}
     if main == "input_ids" or (main not in params and "input_ids" in params):
-        if family == "MODEL_FOR_MULTIPLE_CHOICE":
-            inputs["input_ids"] = text_ids(cfg, (BATCH, 2, SEQ), gen)
-        else:
-            inputs["input_ids"] = text_ids(cfg, (BATCH, SEQ), gen)
+        shape = (BATCH, 2, SEQ) if family == "MODEL_FOR_MULTIPLE_CHOICE" else (BATCH, SEQ)
+        ids = text_ids(cfg, shape, gen)
+        eos = getattr(cfg, "eos_token_id", None)
+        if isinstance(eos, int) and 0 <= eos < (getattr(cfg, "vocab_size", None) or VOCAB):
+            ids[..., -1] = eos  # heads that pool at the eos token (BART-style) need one per row
+        base["input_ids"] = ids
         if "attention_mask" in params:
-            inputs["attention_mask"] = torch.ones_like(inputs["input_ids"])
+            base["attention_mask"] = torch.ones_like(ids)
     elif main == "pixel_values":
-        ch = _cfg_get(cfg, "num_channels", "in_channels", default=3)
-        size = _cfg_get(cfg, "image_size", "input_size", default=64)
-        if isinstance(size, (list, tuple)):
-            size = size[-1]
-        if isinstance(size, dict):
-            size = size.get("height", 64)
-        inputs["pixel_values"] = torch.randn(BATCH, ch, size, size, generator=gen)
-    elif main == "input_values":
-        inputs["input_values"] = torch.randn(BATCH, 1600, generator=gen)
+        base["pixel_values"] = _image(cfg, gen)
+    elif main in ("input_values", "input_features"):
+        pass
+    else:
+        raise LookupError(f"no input recipe for main input {main!r}")
+    cands = []
+    if main == "input_values":
+        mels = _cfg_get(cfg, "num_mel_bins", "feature_size", default=80)
+        frames = _cfg_get(cfg, "max_length", default=64)
+        frames = frames if isinstance(frames, int) and frames <= 1024 else 64
+        cands += [{"input_values": torch.randn(BATCH, 1600, generator=gen)},
+                  {"input_values": torch.randn(BATCH, frames, mels, generator=gen)}]
     elif main == "input_features":
         mels = _cfg_get(cfg, "num_mel_bins", "input_feat_per_channel", "feature_size", default=80)
         src = _cfg_get(cfg, "max_source_positions", default=None)
         frames = 2 * src if isinstance(src, int) and src <= 1500 else 64
-        if getattr(cfg, "model_type", "") in ("whisper",):
-            inputs["input_features"] = torch.randn(BATCH, mels, frames, generator=gen)
-        else:
-            inputs["input_features"] = torch.randn(BATCH, 64, mels, generator=gen)
+        cands += [{"input_features": torch.randn(BATCH, mels, frames, generator=gen)},
+                  {"input_features": torch.randn(BATCH, 64, mels, generator=gen)}]
     else:
-        raise LookupError(f"no input recipe for main input {main!r}")
+        if main != "pixel_values" and "pixel_values" in params:
+            cands.append(dict(base, pixel_values=_image(cfg, gen)))
+        cands.append(base)
     if getattr(cfg, "is_encoder_decoder", False) and "decoder_input_ids" in params:
         dec_cfg = getattr(cfg, "decoder", None) or getattr(cfg, "text_config", None) or cfg
-        inputs["decoder_input_ids"] = text_ids(dec_cfg, (BATCH, 4), gen)
-    return inputs
+        dec = text_ids(dec_cfg, (BATCH, 4), gen)
+        cands = [dict(c, decoder_input_ids=dec) for c in cands]
+    return cands
 
 
 def n_params_meta(cls, cfg):
