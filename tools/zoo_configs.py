@@ -126,8 +126,10 @@ def _shrink_dict(d, depth=0):
         if isinstance(d.get(k), int) and isinstance(w, int) and w % d[k]:
             d[k] = HEADS if w % HEADS == 0 else 1
     for k in ("head_dim", "d_head"):
-        if isinstance(d.get(k), int):
+        if k in d and (d[k] is None or isinstance(d[k], int)):
             d[k] = HIDDEN // HEADS
+    if "kv_lora_rank" in d and isinstance(d.get("num_attention_heads"), int):
+        d["num_key_value_heads"] = d["num_attention_heads"]  # latent attention has no GQA
     if "pad_token_id" in d and d["pad_token_id"] is None:
         d["pad_token_id"] = 0  # sequence-classification heads need one for batch > 1
     n = next((d[k] for k in old_layers), None)
