@@ -50,7 +50,6 @@ def _format_on_host(tensor_str):
 torch._tensor_str._tensor_str = _format_on_host(torch._tensor_str._tensor_str)
 
 from . import safetensors_compat  # noqa: E402
-from . import fake_impls  # noqa: E402,F401  (fake kernels for Dynamo where torch's meta is CUDA-only)
 
 safetensors_compat.install()  # safetensors' loaders accept device="tpu"
 

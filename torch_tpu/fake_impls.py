@@ -11,6 +11,8 @@ picks `grouped_mm` for its MoE experts on tpu in every dtype (its
 eager forward matched CPU. `torch.library.register_fake` is PyTorch's hook for
 this; the kernel here answers for tpu tensors and hands every other device
 to PyTorch's own meta kernel, so CUDA and CPU tracing are unchanged.
+Registering costs about 0.1 s, so it happens when Dynamo loads
+(dynamo_backend's registry hook), not at `import torch`.
 """
 
 from __future__ import annotations
@@ -49,4 +51,11 @@ def _grouped_mm_fake(mat_a, mat_b, offs=None, bias=None, out_dtype=None):
     return mat_a.new_empty(size, dtype=out_dtype or mat_a.dtype)
 
 
-torch.library.register_fake("aten::_grouped_mm", _grouped_mm_fake)
+_installed = False
+
+
+def install() -> None:
+    global _installed
+    if not _installed:
+        _installed = True
+        torch.library.register_fake("aten::_grouped_mm", _grouped_mm_fake)
