@@ -8,7 +8,7 @@ EXT       := build/.ext-stamp
 CSRC      := $(shell find csrc -name '*.cpp' -o -name '*.h')
 CCACHE    := $(wildcard /usr/lib/ccache/g++)
 
-.PHONY: demo test build bench opinfo clean
+.PHONY: demo test build bench opinfo zoo clean
 
 demo: $(EXT)
 	$(PY) examples/train_demo.py
@@ -36,6 +36,12 @@ $(BENCH_DEPS): benchmarks/requirements.txt $(DEPS)
 # PyTorch's OpInfo suite on tpu vs CPU -> docs/opinfo.md (about an hour here).
 opinfo: $(EXT)
 	$(PY) tools/opinfo_report.py --modules
+
+# Every Transformers architecture, tiny random weights, tpu vs CPU -> docs/zoo.md
+# (hours here; resumable: results are cached in docs/zoo.json, a rerun continues).
+# ZOO_ARGS narrows it, e.g. ZOO_ARGS="--family MODEL_FOR_CAUSAL_LM --limit 20".
+zoo: $(EXT)
+	$(PY) tools/zoo.py $(ZOO_ARGS)
 
 $(DEPS): requirements.txt pyproject.toml
 	@command -v ccache >/dev/null 2>&1 || (apt-get install -y -q ccache >/dev/null 2>&1 || (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q ccache >/dev/null 2>&1) || echo "ccache not available; building without it")

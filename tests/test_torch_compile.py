@@ -252,3 +252,24 @@ def test_log_recompiles(tmp_path):
     lines = [ln for ln in r.stderr.splitlines() if ln.startswith("torch_tpu: XLA compile #")]
     assert len(lines) == 1, r.stderr[-2000:]
     assert "fused program of 3 ops" in lines[0] and "[program " in lines[0], lines[0]
+
+
+def test_grouped_mm_float32_compiles_on_tpu_and_cpu_tracing_is_unchanged():
+    """Transformers' MoE experts call grouped_mm on tpu in every dtype; torch's
+    meta kernel for it is CUDA's (bf16 only), so Dynamo failed on a float32 MoE
+    model (issue 16 zoo). torch_tpu.fake_impls answers for tpu tensors only."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    torch.manual_seed(0)
+    a, w = torch.randn(16, 32), torch.randn(4, 24, 32)
+    offs = torch.tensor([3, 3, 9, 14], dtype=torch.int32)  # an empty group, rows past the end
+
+    def fn(a, w, offs):
+        return torch.nn.functional.grouped_mm(a * 2, w.transpose(-2, -1), offs=offs).relu()
+
+    want = fn(a, w, offs)
+    got = torch.compile(fn, backend="tpu", fullgraph=True)(a.to("tpu"), w.to("tpu"), offs.to("tpu"))
+    assert got.shape == want.shape and got.dtype == want.dtype
+    assert_close(got.cpu()[:14], want[:14], atol=1e-5, rtol=1e-5)
+    with FakeTensorMode(), pytest.raises(RuntimeError, match="BF16"):
+        torch._grouped_mm(torch.empty(16, 32), torch.empty(4, 32, 24), offs=torch.empty(4, dtype=torch.int32))

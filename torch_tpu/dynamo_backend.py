@@ -181,6 +181,9 @@ _default_backend = _DefaultBackend()
 
 
 def _add_to_registry(registry) -> None:
+    from . import fake_impls
+
+    fake_impls.install()  # fake kernels Dynamo needs for tpu tensors
     registry._BACKENDS.setdefault("tpu", _LazyBackend())
     # Only where the user has not chosen another default.
     if registry.get_default_backend() == "inductor":

@@ -1,0 +1,642 @@
+"""The model zoo: every architecture of the installed Transformers' auto-model
+mappings, tiny random weights, on tpu against CPU (issue 16) -> docs/zoo.md.
+
+For each architecture (model class): a tiny config (tools/zoo_configs.py),
+random weights, save_pretrained to a temp dir, from_pretrained with
+device_map="tpu", then
+  (a) no crash:  the forward runs on tpu;
+  (b) parity:    every floating output matches CPU float32 within
+                 max |tpu - cpu| <= 1e-4 + 1e-4 max |cpu| per output tensor
+                 (bf16, reported apart: both sides loaded with
+                 dtype=bfloat16, 4e-2 + 4e-2 max |cpu|);
+  (c) bounded dynamism, causal LMs: greedy generate of 64 new tokens with
+                 the default (growing) cache, forward under
+                 torch.compile(backend="tpu"), gives CPU's tokens while the
+                 compiled forward builds at most ceil(log2 64) + 2 = 8 fused
+                 programs (compile_stats()["fused_compiles"], prefill included).
+
+    python tools/zoo.py                          # everything not cached yet
+    python tools/zoo.py --family MODEL_FOR_CAUSAL_LM --limit 20
+    python tools/zoo.py --only LlamaForCausalLM,BertModel --rerun
+    python tools/zoo.py --doc-only               # rewrite docs/zoo.md from the cache
+
+Architectures run in worker processes (two by default) fed one at a time; a
+worker that crashes or passes the per-architecture timeout is replaced and
+that architecture is recorded as a crash. Results are cached per
+architecture in docs/zoo.json as they finish, so a rerun continues.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import json
+import os
+import queue
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+DONE = "@@zoo-done "
+PARTIAL = "@@zoo-partial "  # the result so far, before the (long) generate step
+RESULTS = os.path.join(ROOT, "docs", "zoo.json")
+DOC = os.path.join(ROOT, "docs", "zoo.md")
+GEN_TOKENS = 64
+TOL = dict(atol=1e-4, rtol=1e-4)
+TOL_BF16 = dict(atol=4e-2, rtol=4e-2)
+MAX_PARAMS = 30_000_000
+# How to read the current figures (kept in the report by hand; update with each run).
+NOTES = [
+    "This is a partial run: 121 of 1571 architectures (alphabetical ASTForAudioClassification .. "
+    "BrosModel, plus 5 probes: LlamaForCausalLM, BertModel, ViTForImageClassification, WhisperModel, "
+    "T5ForConditionalGeneration). The machine had 2 cores shared by 6 engineers (load average 17-18); "
+    "a causal LM took 100-350 s here, most of it the 64-token compiled generate. The targets are "
+    "not demonstrated by this slice. Continue with `make zoo` (cached results are kept; "
+    "`ZOO_ARGS=--retry` re-runs failures and exclusions).",
+    "BeamForCausalLM and BigBirdForCausalLM (\"crash: timeout after 420 s\") ran before the harness "
+    "recorded partial results, so the phase that timed out is unknown (probably the generate); "
+    "they count as (a) failures until re-run.",
+    "Exclusions \"CPU itself fails (forward with the harness's inputs)\" and \"config can't be made "
+    "tiny\" are limits of the harness's generic config shrink and input recipes (they need entries in "
+    "`OVERRIDES`), not bugs of CPU PyTorch; they are listed so that none is hidden.",
+]
+# Backend fixes that zoo failures led to (kept in the report by hand).
+FIXED = [
+    "`aten::_grouped_mm` under `torch.compile(backend=\"tpu\")`: Transformers' MoE experts "
+    "(Afmoe, AriaText, ... every `grouped_mm` experts model) failed in Dynamo with "
+    "\"Expected inputs of BF16 type\" (torch's meta kernel is CUDA's); "
+    "`torch_tpu/fake_impls.py` registers a fake kernel for tpu tensors "
+    "(`tests/test_torch_compile.py::test_grouped_mm_float32_compiles_on_tpu_and_cpu_tracing_is_unchanged`).",
+]
+
+
+# ---------------------------------------------------------------- worker side
+def _short(e):
+    s = f"{type(e).__name__}: {e}".replace("\n", " ")
+    return s[:300]
+
+
+def _tensors(obj, prefix="out"):
+    """(name, tensor) for every tensor in a model output (nested)."""
+    import torch
+
+    if isinstance(obj, torch.Tensor):
+        yield prefix, obj
+    elif isinstance(obj, dict) or hasattr(obj, "items"):
+        try:
+            items = list(obj.items())
+        except Exception:
+            return
+        for k, v in items:
+            yield from _tensors(v, f"{prefix}.{k}")
+    elif isinstance(obj, (list, tuple)):
+        for i, v in enumerate(obj):
+            yield from _tensors(v, f"{prefix}[{i}]")
+
+
+def compare(got, want, atol, rtol):
+    """(ok, worst error, where) over every tensor of two outputs."""
+    import torch
+
+    g, w = dict(_tensors(got)), dict(_tensors(want))
+    if set(g) != set(w):
+        return False, None, f"output keys differ: {sorted(set(g) ^ set(w))[:4]}"
+    worst, where, ok = 0.0, "", True
+    for k, wt in w.items():
+        gt = g[k].detach().cpu()
+        wt = wt.detach()
+        if gt.shape != wt.shape:
+            return False, None, f"{k}: shape {list(gt.shape)} vs CPU {list(wt.shape)}"
+        if gt.dtype != wt.dtype:
+            return False, None, f"{k}: dtype {gt.dtype} vs CPU {wt.dtype}"
+        if not (wt.is_floating_point() or wt.is_complex()):
+            if not torch.equal(gt, wt):
+                return False, None, f"{k}: integer output differs"
+            continue
+        gf, wf = gt.double(), wt.double()
+        bad_nan = (gf.isnan() != wf.isnan()).any().item()
+        if bad_nan:
+            return False, float("nan"), f"{k}: NaN where CPU has none (or the reverse)"
+        fin = wf.isfinite() & gf.isfinite()
+        if (gf[~fin] != wf[~fin]).any().item() if (~fin).any().item() else False:
+            if not torch.equal(gf[~fin].nan_to_num(0), wf[~fin].nan_to_num(0)):
+                return False, float("inf"), f"{k}: inf differs"
+        if fin.any().item():
+            # relative to the tensor's scale, not each element's: an element
+            # that is a small sum of large terms carries their rounding
+            d = (gf[fin] - wf[fin]).abs()
+            err = d.max().item()
+            excess = err - (atol + rtol * wf[fin].abs().max().item())
+            if err > worst:
+                worst, where = err, k
+            if excess > 0:
+                ok = False
+                where = k
+    return ok, worst, where
+
+
+def _to(inputs, device, dtype=None):
+    import torch
+
+    out = {}
+    for k, v in inputs.items():
+        if isinstance(v, torch.Tensor):
+            v = v.to(device)
+            if dtype is not None and v.is_floating_point():
+                v = v.to(dtype)
+        out[k] = v
+    return out
+
+
+def _load_tpu(cls, d, notes, **kw):
+    """from_pretrained(device_map="tpu"); on a loading failure, load on cpu
+    and .to("tpu") (noted: that is the integration's bug, not the zoo's)."""
+    try:
+        m, info = cls.from_pretrained(d, device_map="tpu", output_loading_info=True, **kw)
+    except Exception as e:  # noqa: BLE001
+        notes.append(f"device_map='tpu' failed ({_short(e)[:120]}); loaded on cpu and .to('tpu')")
+        m, info = cls.from_pretrained(d, output_loading_info=True, **kw)
+        m = m.to("tpu")
+    return m.eval(), info
+
+
+def run_arch(arch, info, opts):
+    import torch
+    import torch_tpu
+    import transformers
+
+    import zoo_configs as zc
+
+    res = {"arch": arch, "model_type": info["model_type"], "family": info["family"],
+           "status": "excluded", "a": None, "b": None, "bf16": None, "c": None,
+           "reason": "", "notes": []}
+    notes = res["notes"]
+    causal = "MODEL_FOR_CAUSAL_LM" in info["mappings"]
+    # -- build (exclusions: these are not our failures)
+    try:
+        cls = getattr(transformers, arch)
+    except Exception as e:  # noqa: BLE001
+        res["reason"] = f"class not importable (optional dependency): {_short(e)}"
+        return res
+    try:
+        cfg = zc.tiny_config(arch, info["model_type"])
+        n = zc.n_params_meta(cls, cfg)
+    except Exception as e:  # noqa: BLE001
+        res["reason"] = f"config can't be made tiny: {_short(e)}"
+        return res
+    res["params"] = n
+    if n > MAX_PARAMS:
+        res["reason"] = f"config can't be made tiny: {n / 1e6:.0f}M parameters after shrinking"
+        return res
+    d = tempfile.mkdtemp(prefix="zoo-")
+    try:
+        torch.manual_seed(0)
+        try:
+            model = cls(cfg).eval()
+            # Parameters a model initialises to zero (routers, gates, biases) are
+            # given small random values: all-equal router scores make top-k a
+            # tie, whose order CPU leaves unspecified.
+            g = torch.Generator().manual_seed(1)
+            with torch.no_grad():
+                for p in model.parameters():
+                    if p.numel() > 1 and p.is_floating_point() and not p.any():
+                        p.copy_(torch.randn(p.shape, generator=g) * 0.02)
+            model.save_pretrained(d)
+            del model
+            torch.manual_seed(0)
+            ref, ref_info = cls.from_pretrained(d, output_loading_info=True)
+            ref.eval()
+        except Exception as e:  # noqa: BLE001
+            res["reason"] = f"CPU itself fails (build/save/load): {_short(e)}"
+            return res
+        try:
+            cands = zc.make_inputs(ref, cfg, info["family"])
+        except LookupError as e:
+            res["reason"] = f"harness has no input recipe: {e}"
+            return res
+        err = None
+        for inputs in cands:
+            try:
+                with torch.no_grad():
+                    want = ref(**inputs)
+                break
+            except Exception as e:  # noqa: BLE001
+                err = err or e
+        else:
+            res["reason"] = f"CPU itself fails (forward with the harness's inputs): {_short(err)}"
+            return res
+        res["inputs"] = sorted(inputs)
+        # -- (a) no crash
+        res["status"] = "fail"
+        try:
+            tpu, tinfo = _load_tpu(cls, d, notes)
+            if any(tinfo.get(k) for k in ("missing_keys",)) or ref_info.get("missing_keys"):
+                # weights initialised at load differ by device: use CPU's
+                tpu.load_state_dict(ref.state_dict(), strict=False)
+                notes.append("missing keys at load: copied CPU's state_dict")
+            with torch.no_grad():
+                got = tpu(**_to(inputs, "tpu"))
+            got = [(k, v.cpu()) for k, v in _tensors(got)]
+            res["a"] = True
+        except Exception as e:  # noqa: BLE001
+            res["a"] = False
+            res["reason"] = f"(a) forward on tpu: {_short(e)}"
+            return res
+        # -- (b) parity, float32
+        ok, err, where = compare(dict(got), dict(_tensors(want)), **TOL)
+        res["b"], res["max_err"] = ok, err
+        if not ok:
+            res["reason"] = f"(b) float32 parity: max |d| {err} at {where}"
+        # -- (b') bfloat16, reported apart
+        if opts.bf16:
+            try:
+                ref16 = cls.from_pretrained(d, dtype=torch.bfloat16).eval()
+                with torch.no_grad():
+                    want16 = ref16(**_to(inputs, "cpu", torch.bfloat16))
+            except Exception as e:  # noqa: BLE001
+                want16 = None
+                notes.append(f"bf16: CPU itself fails: {_short(e)[:150]}")
+            if want16 is not None:
+                try:
+                    tpu16, _ = _load_tpu(cls, d, [], dtype=torch.bfloat16)
+                    if ref_info.get("missing_keys"):
+                        tpu16.load_state_dict(ref16.state_dict(), strict=False)
+                    with torch.no_grad():
+                        got16 = tpu16(**_to(inputs, "tpu", torch.bfloat16))
+                    ok16, err16, where16 = compare(got16, want16, **TOL_BF16)
+                    res["bf16"], res["max_err_bf16"] = ok16, err16
+                    if not ok16:
+                        notes.append(f"bf16 parity: max |d| {err16} at {where16}")
+                    del tpu16
+                except Exception as e:  # noqa: BLE001
+                    res["bf16"] = False
+                    notes.append(f"bf16 on tpu: {_short(e)[:200]}")
+        # -- (c) bounded dynamism, causal LMs
+        if causal and opts.generate:
+            if getattr(opts, "report_partial", None):
+                opts.report_partial(dict(res, c=False, status="fail",
+                                         reason="(c) timeout in compiled generate"))
+            res.update(_generate(ref, tpu, inputs, cfg, notes))
+        if res["a"] and res["b"] and res["c"] in (True, None):
+            res["status"] = "pass"
+        return res
+    finally:
+        import shutil
+
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def _generate(ref, tpu, inputs, cfg, notes):
+    import torch
+    import torch_tpu
+
+    import zoo_configs as zc
+
+    out = {}
+    ids = inputs["input_ids"][:1, :4]
+    kw = dict(max_new_tokens=GEN_TOKENS, do_sample=False, eos_token_id=None,
+              pad_token_id=0, num_beams=1)
+    try:
+        with torch.no_grad():
+            want = ref.generate(ids, attention_mask=torch.ones_like(ids), **kw)
+    except Exception as e:  # noqa: BLE001
+        notes.append(f"(c) excluded: CPU generate fails: {_short(e)[:200]}")
+        return {"c": None, "c_reason": "CPU itself fails"}
+    torch._dynamo.reset()
+    tpu.forward = torch.compile(tpu.forward, backend="tpu")
+    s0 = torch_tpu.compile_stats()
+    t0 = time.time()
+    try:
+        with torch.no_grad():
+            got = tpu.generate(ids.to("tpu"), attention_mask=torch.ones_like(ids).to("tpu"), **kw).cpu()
+    except Exception as e:  # noqa: BLE001
+        out["c"] = False
+        out["reason"] = f"(c) compiled generate on tpu: {_short(e)}"
+        return out
+    s1 = torch_tpu.compile_stats()
+    out["gen_seconds"] = round(time.time() - t0, 1)
+    out["compiles"] = s1["fused_compiles"] - s0["fused_compiles"]
+    out["graphs"] = s1["graphs"] - s0["graphs"]
+    out["bounded_compiles"] = s1["bounded_compiles"] - s0["bounded_compiles"]
+    same = got.shape == want.shape and torch.equal(got, want)
+    budget = zc.log2_budget(GEN_TOKENS)
+    out["c"] = bool(same and out["compiles"] <= budget)
+    if not same:
+        n = min(got.shape[-1], want.shape[-1])
+        first = next((i for i in range(n) if got[0, i] != want[0, i]), n)
+        out["reason"] = f"(c) tokens differ from CPU at position {first} (of {want.shape[-1]})"
+    elif not out["c"]:
+        out["reason"] = f"(c) {out['compiles']} fused compiles > {budget}"
+    return out
+
+
+def worker_main(opts):
+    import gc
+
+    import torch  # noqa: F401  (autoloads torch_tpu)
+
+    import zoo_configs as zc
+
+    archs = zc.architectures()
+    out = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)  # stray prints go to stderr; results keep their own line
+    opts.report_partial = lambda r: out.write(PARTIAL + json.dumps(r) + "\n")
+    for line in sys.stdin:
+        arch = line.strip()
+        if not arch:
+            continue
+        t0 = time.time()
+        try:
+            res = run_arch(arch, archs[arch], opts)
+        except Exception as e:  # noqa: BLE001
+            res = {"arch": arch, "status": "fail", "a": False, "reason": f"harness: {_short(e)}"}
+        res["seconds"] = round(time.time() - t0, 1)
+        out.write(DONE + json.dumps(res) + "\n")
+        try:
+            torch._dynamo.reset()
+        except Exception:  # noqa: BLE001
+            pass
+        gc.collect()
+
+
+# ---------------------------------------------------------------- driver side
+class Worker:
+    def __init__(self, opts, log):
+        cmd = [sys.executable, os.path.abspath(__file__), "--worker"]
+        if not opts.bf16:
+            cmd.append("--no-bf16")
+        if not opts.generate:
+            cmd.append("--no-generate")
+        env = dict(os.environ, TOKENIZERS_PARALLELISM="false", HF_HUB_OFFLINE="1",
+                   TRANSFORMERS_OFFLINE="1", TRANSFORMERS_VERBOSITY="error",
+                   HF_HUB_DISABLE_PROGRESS_BARS="1", PYTHONWARNINGS="ignore")
+        env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=log, text=True, bufsize=1, cwd=ROOT, env=env)
+        self.lines = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+        self.done = 0
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.lines.put(line)
+        self.lines.put(None)
+
+    def run(self, arch, timeout):
+        self.proc.stdin.write(arch + "\n")
+        self.proc.stdin.flush()
+        deadline = time.time() + timeout
+        partial = None
+        while True:
+            try:
+                line = self.lines.get(timeout=max(0.1, deadline - time.time()))
+            except queue.Empty:
+                self.kill()
+                if partial:
+                    partial["reason"] += f" (after {timeout} s)"
+                    return partial
+                return {"arch": arch, "status": "fail", "a": False,
+                        "reason": f"crash: timeout after {timeout} s"}
+            if line is None:
+                rc = self.proc.wait()
+                if partial:
+                    partial["reason"] = f"(c) crash in compiled generate: worker died (exit status {rc})"
+                    return partial
+                return {"arch": arch, "status": "fail", "a": False,
+                        "reason": f"crash: worker died (exit status {rc})"}
+            if line.startswith(PARTIAL):
+                partial = json.loads(line[len(PARTIAL):])
+            elif line.startswith(DONE):
+                self.done += 1
+                return json.loads(line[len(DONE):])
+
+    def kill(self):
+        try:
+            self.proc.kill()
+            self.proc.wait()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+def load_results():
+    if os.path.exists(RESULTS):
+        with open(RESULTS) as f:
+            return json.load(f)
+    return {"results": {}, "slices": []}
+
+
+def save_results(data):
+    tmp = RESULTS + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(data, f, indent=1, sort_keys=True)
+    os.replace(tmp, RESULTS)
+
+
+def select(archs, opts):
+    names = sorted(archs)
+    if opts.family:
+        fams = opts.family.split(",")
+        names = [n for n in names if archs[n]["family"] in fams]
+    if opts.only:
+        pats = opts.only.split(",")
+        names = [n for n in names if any(fnmatch.fnmatch(n, p) for p in pats)]
+    return names
+
+
+def drive(opts):
+    import zoo_configs as zc
+
+    from tqdm import tqdm
+
+    archs = zc.architectures()
+    data = load_results()
+    todo = [n for n in select(archs, opts) if opts.rerun or n not in data["results"]
+            or (opts.retry and data["results"][n]["status"] != "pass")]
+    if opts.limit:
+        todo = todo[: opts.limit]
+    # The slice is recorded before it runs and counted as results arrive, so
+    # an interrupted run (Ctrl-C, a timeout) still says what it covered.
+    this_slice = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                  "command": " ".join(sys.argv[1:]), "ran": 0, "selected": len(todo)}
+    data["slices"].append(this_slice)
+    lock = threading.Lock()
+    work = queue.Queue()
+    for n in todo:
+        work.put(n)
+    bar = tqdm(total=len(todo), desc="zoo", unit="arch", dynamic_ncols=True)
+    log_path = os.path.join(tempfile.gettempdir(), "zoo-workers.log")
+    log = open(log_path, "a")
+
+    def loop():
+        w = None
+        while True:
+            try:
+                arch = work.get_nowait()
+            except queue.Empty:
+                break
+            if w is None or w.proc.poll() is not None or w.done >= opts.recycle:
+                if w is not None:
+                    w.kill()
+                w = Worker(opts, log)
+            log.write(f"== {arch}\n")
+            log.flush()
+            res = w.run(arch, opts.timeout)
+            res.setdefault("model_type", archs[arch]["model_type"])
+            res.setdefault("family", archs[arch]["family"])
+            with lock:
+                data["results"][arch] = res
+                this_slice["ran"] += 1
+                save_results(data)
+                bar.set_postfix_str(f"{arch}: {res['status']}")
+                bar.update(1)
+        if w is not None:
+            w.kill()
+
+    threads = [threading.Thread(target=loop) for _ in range(opts.workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    bar.close()
+    save_results(data)
+    write_doc(archs, data)
+    print(f"{len(todo)} architectures run; worker log: {log_path}")
+
+
+# ---------------------------------------------------------------- report
+def _ratio(n, m):
+    return f"{n} of {m} ({100.0 * n / m:.1f}%)" if m else f"{n} of {m}"
+
+
+def write_doc(archs, data):
+    import zoo_configs as zc
+
+    res = data["results"]
+    ran = {k: v for k, v in res.items() if k in archs}
+    attempted = {k: v for k, v in ran.items() if v["status"] != "excluded"}
+    excluded = {k: v for k, v in ran.items() if v["status"] == "excluded"}
+    a = sum(1 for v in attempted.values() if v.get("a"))
+    b = sum(1 for v in attempted.values() if v.get("b"))
+    bf = [v for v in attempted.values() if v.get("bf16") is not None]
+    causal = [v for k, v in attempted.items() if "MODEL_FOR_CAUSAL_LM" in archs[k]["mappings"]
+              and v.get("c", "absent") is not None and (v.get("a") is False or "c" in v)]
+    c_att = [v for v in causal if v.get("c") is not None or v.get("a") is False]
+    c = sum(1 for v in c_att if v.get("c"))
+    n_causal_all = sum(1 for e in archs.values() if "MODEL_FOR_CAUSAL_LM" in e["mappings"])
+    L = []
+    L.append("# Model zoo: every Transformers architecture on tpu against CPU\n")
+    L.append("Generated by `make zoo` (`tools/zoo.py`; tiny configs in `tools/zoo_configs.py`). "
+             "Transformers " + __import__("transformers").__version__ + ", random weights, "
+             "nothing downloaded. Each architecture (a model class of an auto-model mapping) "
+             "gets a tiny config (2 layers, hidden 32, 4 heads, vocabulary 512, 4 experts; "
+             "per-architecture overrides), is saved with `save_pretrained` and loaded with "
+             "`from_pretrained(dir, device_map=\"tpu\")`.\n")
+    L.append("- **(a) no crash**: the forward runs on tpu.")
+    L.append(f"- **(b) parity**: every floating output tensor within max|tpu − cpu| ≤ {TOL['atol']} + "
+             f"{TOL['rtol']}·max|cpu| of CPU float32, integer outputs equal. bf16 (both sides "
+             f"loaded with `dtype=torch.bfloat16`) within {TOL_BF16['atol']} + "
+             f"{TOL_BF16['rtol']}·max|cpu|, reported apart. (Results before "
+             "the slice of 18:35 UTC used the stricter per-element form, |d| ≤ atol + rtol·|cpu|.)")
+    L.append(f"- **(c) bounded dynamism** (causal LMs): greedy `generate` of {GEN_TOKENS} new "
+             "tokens with the default growing cache, `forward` under "
+             "`torch.compile(backend=\"tpu\")` (Dynamo's automatic dynamic shapes; the backend "
+             "pads symbolic sizes to power-of-two buckets, design.md \"Bounded dynamism\"), "
+             f"gives CPU's tokens and builds at most ⌈log2 {GEN_TOKENS}⌉+2 = "
+             f"{zc.log2_budget(GEN_TOKENS)} fused programs "
+             "(`compile_stats()[\"fused_compiles\"]`, prefill included); the compiles column "
+             "is that count.\n")
+    L.append("## Totals\n")
+    L.append(f"- architectures in the mappings: {len(archs)}; run so far: {len(ran)}; "
+             f"attempted: {_ratio(len(attempted), len(ran))} of those run "
+             f"({_ratio(len(attempted), len(archs))} of the mappings'); excluded: {len(excluded)}")
+    L.append(f"- **(a) no crash: {_ratio(a, len(attempted))}**")
+    L.append(f"- **(b) parity float32: {_ratio(b, len(attempted))}**; "
+             f"bf16: {_ratio(sum(1 for v in bf if v['bf16']), len(bf))}")
+    L.append(f"- **(c) bounded dynamism: {_ratio(c, len(c_att))}** "
+             f"(causal LMs in the mappings: {n_causal_all})\n")
+    L.append("## Reading these figures\n")
+    for line in NOTES:
+        L.append(f"- {line}")
+    L.append("")
+    L.append("## Slices run\n")
+    for s in data.get("slices", []):
+        sel = f" of {s['selected']} selected" if "selected" in s else ""
+        L.append(f"- {s['date']}: `python tools/zoo.py {s['command']}` ({s['ran']} architectures run{sel})")
+    not_run = sorted(set(archs) - set(ran))
+    L.append(f"\nNot run yet: {len(not_run)} architectures. Continue with `make zoo` "
+             "(or `python tools/zoo.py`): cached results are kept.\n")
+    L.append("## Fixed in the backend from zoo failures\n")
+    for line in FIXED:
+        L.append(f"- {line}")
+    L.append("")
+    L.append("## Failures by cause\n")
+    groups = {}
+    for k, v in attempted.items():
+        if v["status"] == "fail" or v.get("bf16") is False:
+            cause = v.get("reason") or "; ".join(v.get("notes", []))
+            cause = cause.split(":")[0] + ": " + ":".join(cause.split(":")[1:3])[:90]
+            groups.setdefault(cause, []).append(k)
+    for cause, ks in sorted(groups.items(), key=lambda x: -len(x[1])):
+        L.append(f"- {len(ks)} × {cause} — {', '.join(sorted(ks)[:8])}{' …' if len(ks) > 8 else ''}")
+    L.append("\n## Architectures\n")
+    L.append("| architecture | family | status | (a) | (b) f32 max err | bf16 | (c) | compiles | reason / notes |")
+    L.append("|---|---|---|---|---|---|---|---|---|")
+
+    def mark(x):
+        return "—" if x is None else ("yes" if x else "**no**")
+
+    for k in sorted(attempted):
+        v = attempted[k]
+        err = v.get("max_err")
+        err = "" if err is None else f"{err:.1e}"
+        reason = (v.get("reason", "") + (" " if v.get("reason") else "") + "; ".join(v.get("notes", []))).replace("|", "\\|")
+        fam = v.get("family", "").replace("MODEL_FOR_", "").lower() or "base"
+        L.append(f"| {k} | {fam} | {v['status']} | {mark(v.get('a'))} | {mark(v.get('b'))} {err} | "
+                 f"{mark(v.get('bf16'))} | {mark(v.get('c'))} | {v.get('compiles', '')} | {reason[:300]} |")
+    L.append("\n## Excluded\n")
+    L.append("| architecture | reason |")
+    L.append("|---|---|")
+    for k in sorted(excluded):
+        L.append(f"| {k} | {excluded[k]['reason'].replace('|', '/')[:300]} |")
+    with open(DOC, "w") as f:
+        f.write("\n".join(L) + "\n")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--only", help="comma-separated class names or globs (LlamaFor*)")
+    p.add_argument("--family", help="comma-separated mapping names, e.g. MODEL_FOR_CAUSAL_LM")
+    p.add_argument("--limit", type=int, help="at most this many architectures (after the cache)")
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--timeout", type=int, default=600, help="seconds per architecture")
+    p.add_argument("--recycle", type=int, default=20, help="architectures per worker process")
+    p.add_argument("--rerun", action="store_true", help="ignore cached results of the selection")
+    p.add_argument("--retry", action="store_true", help="run cached failures and exclusions again")
+    p.add_argument("--no-bf16", dest="bf16", action="store_false")
+    p.add_argument("--no-generate", dest="generate", action="store_false")
+    p.add_argument("--doc-only", action="store_true")
+    p.add_argument("--list", action="store_true", help="print the selection and exit")
+    opts = p.parse_args()
+    if opts.worker:
+        return worker_main(opts)
+    import zoo_configs as zc
+
+    if opts.list:
+        archs = zc.architectures()
+        for n in select(archs, opts):
+            print(n, archs[n]["family"])
+        return
+    if opts.doc_only:
+        write_doc(zc.architectures(), load_results())
+        return
+    drive(opts)
+
+
+if __name__ == "__main__":
+    main()

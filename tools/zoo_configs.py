@@ -1,0 +1,308 @@
+"""Tiny configs and dummy inputs for the model zoo (tools/zoo.py).
+
+`architectures()` lists every model class of the installed Transformers'
+auto-model mappings; `tiny_config()` shrinks a model type's default config
+(generic rules, then OVERRIDES); `make_inputs()` builds a small batch for a
+model from its `main_input_name`, its forward signature and its config.
+Nothing here downloads anything: configs are built from their classes'
+defaults and weights are random.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+
+import torch
+
+# Mappings that name model classes (MODEL_*_MAPPING_NAMES). The family of an
+# architecture is its first mapping in this order.
+FAMILY_ORDER = [
+    "MODEL_FOR_CAUSAL_LM", "MODEL_FOR_MASKED_LM", "MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM",
+    "MODEL_FOR_SEQUENCE_CLASSIFICATION", "MODEL_FOR_TOKEN_CLASSIFICATION",
+    "MODEL_FOR_QUESTION_ANSWERING", "MODEL_FOR_MULTIPLE_CHOICE",
+    "MODEL_FOR_IMAGE_CLASSIFICATION", "MODEL_FOR_SPEECH_SEQ_2_SEQ", "MODEL_FOR_CTC",
+    "MODEL_FOR_AUDIO_CLASSIFICATION", "MODEL_FOR_IMAGE_TEXT_TO_TEXT", "MODEL_FOR_MULTIMODAL_LM",
+    "MODEL_FOR_PRETRAINING", "MODEL",
+]
+
+
+def architectures():
+    """{class name: {"model_type", "mappings": [...], "family"}} over every
+    MODEL_*_MAPPING_NAMES of transformers.models.auto.modeling_auto."""
+    import transformers.models.auto.modeling_auto as ma
+
+    out = {}
+    for name in sorted(n for n in dir(ma) if n.startswith("MODEL") and n.endswith("_MAPPING_NAMES")):
+        mapping = name[: -len("_MAPPING_NAMES")]
+        for model_type, classes in getattr(ma, name).items():
+            for cls in classes if isinstance(classes, (list, tuple)) else [classes]:
+                e = out.setdefault(cls, {"model_type": model_type, "mappings": []})
+                e["mappings"].append(mapping)
+    for e in out.values():
+        e["family"] = next((f for f in FAMILY_ORDER if f in e["mappings"]), e["mappings"][0])
+    return out
+
+
+# ---------------------------------------------------------------- tiny configs
+HIDDEN = 32
+HEADS = 4
+KV_HEADS = 2
+FFN = 64
+LAYERS = 2
+VOCAB = 512
+EXPERTS = 4
+
+# attribute -> new value (only applied where the attribute exists and is larger)
+_SHRINK_INT = {
+    # depth
+    "num_hidden_layers": LAYERS, "num_layers": LAYERS, "n_layer": LAYERS, "n_layers": LAYERS,
+    "encoder_layers": LAYERS, "decoder_layers": LAYERS, "num_encoder_layers": LAYERS,
+    "num_decoder_layers": LAYERS, "text_layers": LAYERS, "vision_layers": LAYERS,
+    "num_self_attends_per_block": 1, "num_blocks": LAYERS,
+    # width
+    "hidden_size": HIDDEN, "d_model": HIDDEN, "n_embd": HIDDEN, "dim": HIDDEN, "embed_dim": HIDDEN,
+    "intermediate_size": FFN, "d_ff": FFN, "ffn_dim": FFN, "encoder_ffn_dim": FFN,
+    "decoder_ffn_dim": FFN, "n_inner": FFN, "hidden_dim": FFN,
+    "moe_intermediate_size": FFN // 2, "shared_expert_intermediate_size": FFN // 2,
+    "d_kv": HIDDEN // HEADS, "projection_dim": HIDDEN, "embedding_size": HIDDEN,
+    # heads
+    "num_attention_heads": HEADS, "n_head": HEADS, "n_heads": HEADS, "num_heads": HEADS,
+    "encoder_attention_heads": HEADS, "decoder_attention_heads": HEADS,
+    "num_key_value_heads": KV_HEADS, "n_kv_heads": KV_HEADS, "num_kv_heads": KV_HEADS,
+    # mixture of experts
+    "num_experts": EXPERTS, "num_local_experts": EXPERTS, "n_routed_experts": EXPERTS,
+    "num_experts_per_tok": 2, "moe_topk": 2, "n_shared_experts": 1, "num_shared_experts": 1,
+    "first_k_dense_replace": 1, "n_group": 1, "topk_group": 1,
+    # vocabulary / positions
+    "vocab_size": VOCAB, "max_position_embeddings": 512, "n_positions": 512,
+}
+
+
+def _sub_configs(cfg):
+    from transformers import PretrainedConfig
+
+    for k, v in list(vars(cfg).items()):
+        if isinstance(v, PretrainedConfig):
+            yield k, v
+
+
+def _token_attrs(cfg):
+    for k, v in vars(cfg).items():
+        if isinstance(v, int) and not isinstance(v, bool) and (
+                k.endswith("_token_id") or k.endswith("_token_index") or k.endswith("_token_ids")):
+            yield k, v
+
+
+def _vocab(d):
+    v = d.get("vocab_size")
+    if isinstance(v, int):
+        return v
+    for k in ("text_config", "decoder", "language_config", "llm_config"):
+        sub = d.get(k)
+        if isinstance(sub, dict) and isinstance(sub.get("vocab_size"), int):
+            return sub["vocab_size"]
+    return None
+
+
+def _shrink_dict(d, depth=0):
+    """Shrinks one config's to_dict() in place (and its sub-config dicts).
+    Lists as long as the old depth (layer_types, mlp_layer_types, ...) are
+    cut to the new one; values derived from shrunk ones are recomputed."""
+    old_layers = {k: d[k] for k in _SHRINK_INT if isinstance(d.get(k), int) and "layer" in k}
+    for k, new in _SHRINK_INT.items():
+        v = d.get(k)
+        if isinstance(v, int) and not isinstance(v, bool) and v > new:
+            d[k] = new
+    for k, v in list(d.items()):
+        if isinstance(v, list) and v and not isinstance(v[0], dict):
+            for lk, old in old_layers.items():
+                if len(v) == old and old > d[lk]:
+                    d[k] = v[: d[lk]]
+                    break
+    for k in ("num_attention_heads", "n_head", "num_heads", "encoder_attention_heads",
+              "decoder_attention_heads"):
+        w = d.get("hidden_size", d.get("d_model", d.get("n_embd")))
+        if isinstance(d.get(k), int) and isinstance(w, int) and w % d[k]:
+            d[k] = HEADS if w % HEADS == 0 else 1
+    for k in ("head_dim", "d_head"):
+        if k in d and (d[k] is None or isinstance(d[k], int)):
+            d[k] = HIDDEN // HEADS
+    if "kv_lora_rank" in d and isinstance(d.get("num_attention_heads"), int):
+        d["num_key_value_heads"] = d["num_attention_heads"]  # latent attention has no GQA
+    if "pad_token_id" in d and d["pad_token_id"] is None:
+        d["pad_token_id"] = 0  # sequence-classification heads need one for batch > 1
+    n = next((d[k] for k in old_layers), None)
+    # dicts keyed by layer index keep the layers that remain
+    for k, v in list(d.items()):
+        if isinstance(v, dict) and v and n is not None and all(str(x).isdigit() for x in v):
+            d[k] = {x: y for x, y in v.items() if int(x) < n}
+    # backbones: the stages taken as features are the last ones that remain
+    if isinstance(d.get("out_indices"), list) and n is not None and "stage_names" in d:
+        kk = len(d["out_indices"])
+        for lk in old_layers:
+            d[lk] = max(d[lk], kk)
+        n = d[next(iter(old_layers))] if old_layers else n
+        d["out_indices"] = list(range(n - kk + 1, n + 1))
+        d.pop("out_features", None)
+        d.pop("stage_names", None)
+    for k in ("qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
+        if isinstance(d.get(k), int) and d[k] > 8:
+            d[k] = 8
+    for k in ("kv_lora_rank", "q_lora_rank"):
+        if isinstance(d.get(k), int) and d[k] > 16:
+            d[k] = 16
+    if isinstance(d.get("qk_head_dim"), int) and "qk_nope_head_dim" in d:
+        d["qk_head_dim"] = d["qk_nope_head_dim"] + d.get("qk_rope_head_dim", 0)
+    # vision: one block per stage, small images
+    v = d.get("depths")
+    if isinstance(v, list) and v and all(isinstance(x, int) for x in v):
+        d["depths"] = [1] * len(v)
+    if isinstance(d.get("image_size"), int) and d["image_size"] > 64:
+        p = d.get("patch_size")
+        p = p if isinstance(p, int) and p > 0 else 16
+        d["image_size"] = max(2 * p, 64 // p * p)
+    for k, sub in d.items():
+        if isinstance(sub, dict) and "model_type" in sub and depth < 3:
+            _shrink_dict(sub, depth + 1)
+    # token ids (and id offsets) above the shrunk vocabulary move to its top
+    vocab = _vocab(d)
+    if isinstance(vocab, int):
+        top = vocab - 1
+        for k in sorted(d):
+            v = d[k]
+            if isinstance(v, int) and not isinstance(v, bool) and (
+                    k.endswith(("_token_id", "_token_index", "_token_offset"))) and v >= vocab:
+                d[k] = top
+                top -= 1
+    return d
+
+
+def _shrink(cfg):
+    d = _shrink_dict(cfg.to_dict())
+    for k in ("transformers_version", "architectures", "_name_or_path"):
+        d.pop(k, None)
+    return type(cfg).from_dict(d)
+
+
+def tiny_config(arch, model_type):
+    """The model type's default config, shrunk; OVERRIDES[arch] or
+    OVERRIDES[model_type] (a dict of attributes or a callable(cfg)) last."""
+    from transformers import CONFIG_MAPPING
+
+    cfg = _shrink(CONFIG_MAPPING[model_type]())
+    for key in (model_type, arch):
+        o = OVERRIDES.get(key)
+        if callable(o):
+            o(cfg)
+        elif o:
+            for k, v in o.items():
+                setattr(cfg, k, v)
+    return cfg
+
+
+# Per-architecture (or model type) overrides where the generic shrink is not
+# enough. Keys are model types or class names.
+OVERRIDES: dict = {}
+
+
+# ---------------------------------------------------------------- inputs
+BATCH = 2
+SEQ = 8
+
+
+def special_ids(cfg):
+    ids = set()
+    stack = [cfg]
+    while stack:
+        c = stack.pop()
+        ids |= {v for _, v in _token_attrs(c)}
+        stack += [s for _, s in _sub_configs(c)]
+    return ids
+
+
+def text_ids(cfg, shape, gen):
+    vocab = getattr(cfg, "vocab_size", None) or getattr(getattr(cfg, "text_config", None), "vocab_size", None) or VOCAB
+    hi = max(8, min(vocab, VOCAB) - 16)
+    ids = torch.randint(4, hi, shape, generator=gen)
+    for s in special_ids(cfg):
+        ids[ids == s] = 5 if s != 5 else 6
+    return ids
+
+
+def _cfg_get(cfg, *names, default=None):
+    for c in [cfg] + [s for _, s in _sub_configs(cfg)]:
+        for n in names:
+            v = getattr(c, n, None)
+            if v is not None:
+                return v
+    return default
+
+
+def _image(cfg, gen):
+    ch = _cfg_get(cfg, "num_channels", "in_channels", default=3)
+    size = _cfg_get(cfg, "image_size", "input_size", default=64)
+    if isinstance(size, (list, tuple)):
+        size = size[-1]
+    if isinstance(size, dict):
+        size = size.get("height", 64)
+    if not isinstance(ch, int):
+        ch = 3
+    return torch.randn(BATCH, ch, size, size, generator=gen)
+
+
+def make_inputs(model, cfg, family, seed=0):
+    """Candidate input dicts (CPU tensors) for `model(**inputs)`, most
+    complete first: the harness uses the first one CPU's forward accepts.
+    Raises LookupError when it knows no recipe for the main input."""
+    gen = torch.Generator().manual_seed(seed)
+    params = inspect.signature(model.forward).parameters
+    main = getattr(model, "main_input_name", "input_ids")
+    base = {}
+    if main == "input_ids" or (main not in params and "input_ids" in params):
+        shape = (BATCH, 2, SEQ) if family == "MODEL_FOR_MULTIPLE_CHOICE" else (BATCH, SEQ)
+        ids = text_ids(cfg, shape, gen)
+        eos = getattr(cfg, "eos_token_id", None)
+        if isinstance(eos, int) and 0 <= eos < (getattr(cfg, "vocab_size", None) or VOCAB):
+            ids[..., -1] = eos  # heads that pool at the eos token (BART-style) need one per row
+        base["input_ids"] = ids
+        if "attention_mask" in params:
+            base["attention_mask"] = torch.ones_like(ids)
+    elif main == "pixel_values":
+        base["pixel_values"] = _image(cfg, gen)
+    elif main in ("input_values", "input_features"):
+        pass
+    else:
+        raise LookupError(f"no input recipe for main input {main!r}")
+    cands = []
+    if main == "input_values":
+        mels = _cfg_get(cfg, "num_mel_bins", "feature_size", default=80)
+        frames = _cfg_get(cfg, "max_length", default=64)
+        frames = frames if isinstance(frames, int) and frames <= 1024 else 64
+        cands += [{"input_values": torch.randn(BATCH, 1600, generator=gen)},
+                  {"input_values": torch.randn(BATCH, frames, mels, generator=gen)}]
+    elif main == "input_features":
+        mels = _cfg_get(cfg, "num_mel_bins", "input_feat_per_channel", "feature_size", default=80)
+        src = _cfg_get(cfg, "max_source_positions", default=None)
+        frames = 2 * src if isinstance(src, int) and src <= 1500 else 64
+        cands += [{"input_features": torch.randn(BATCH, mels, frames, generator=gen)},
+                  {"input_features": torch.randn(BATCH, 64, mels, generator=gen)}]
+    else:
+        if main != "pixel_values" and "pixel_values" in params:
+            cands.append(dict(base, pixel_values=_image(cfg, gen)))
+        cands.append(base)
+    if getattr(cfg, "is_encoder_decoder", False) and "decoder_input_ids" in params:
+        dec_cfg = getattr(cfg, "decoder", None) or getattr(cfg, "text_config", None) or cfg
+        dec = text_ids(dec_cfg, (BATCH, 4), gen)
+        cands = [dict(c, decoder_input_ids=dec) for c in cands]
+    return cands
+
+
+def n_params_meta(cls, cfg):
+    with torch.device("meta"):
+        m = cls(cfg)
+    return sum(p.numel() for p in m.parameters())
+
+
+def log2_budget(n):
+    return math.ceil(math.log2(n)) + 2
