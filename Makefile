@@ -14,9 +14,13 @@ demo: $(EXT)
 	$(PY) examples/train_demo.py
 
 # The suite runs twice: in Strict Eager (the default) and in Fused Eager.
+# Each pass spreads whole test files over TEST_WORKERS processes (each owns
+# its own virtual device and compile cache); TEST_WORKERS=0 runs in-process.
+TEST_WORKERS ?= 2
+PYTEST    := $(PY) -m pytest -q $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
 test: $(EXT)
-	$(PY) -m pytest -q tests
-	TPU_DEFER_AND_FUSE=1 $(PY) -m pytest -q tests
+	$(PYTEST) tests
+	TPU_DEFER_AND_FUSE=1 $(PYTEST) tests
 
 build: $(EXT)
 

@@ -2,7 +2,12 @@
 Collectives are checked against Gloo on CPU tensors with the same data (or
 against the answer computed on CPU where Gloo has no such op). Every job is
 bounded by a timeout and its processes are killed on the way out
-(dist_utils); a hang fails the test instead of stalling the suite."""
+(dist_utils); a hang fails the test instead of stalling the suite.
+
+The 2-rank collectives job and the CUDA-style training job run in both eager
+modes (a collective flushes a pending Fused Eager trace); the 4-rank job,
+the dead-peer cases, the launchers and re-initialisation are
+mode_independent (they check process management and timeouts)."""
 
 import os
 
@@ -17,11 +22,13 @@ def test_collectives_match_gloo():
     check_job(run_job([WORKER, "collectives"], nproc=2, timeout=240))
 
 
+@pytest.mark.mode_independent
 def test_collectives_match_gloo_4_ranks():
     # 4 ranks: subgroups of non-adjacent ranks, uneven all-to-all over 4 peers
     check_job(run_job([WORKER, "collectives"], nproc=4, timeout=300))
 
 
+@pytest.mark.mode_independent
 @pytest.mark.parametrize("scenario", ["peer_absent", "peer_dies", "rank0_dies"])
 def test_missing_or_dead_peer_raises(scenario):
     # The group's timeout is 5 s; a survivor must raise DistBackendError
@@ -75,6 +82,7 @@ def test_cuda_style_script_under_torchrun(tmp_path):
         torch.testing.assert_close(got.cpu(), v, atol=1e-6, rtol=0)
 
 
+@pytest.mark.mode_independent
 def test_launcher_print_env():
     import subprocess
     import sys
@@ -89,6 +97,7 @@ def test_launcher_print_env():
     assert "TORCH_TPU_COORDINATOR_ADDRESS=127.0.0.1:29501" in lines[0]
 
 
+@pytest.mark.mode_independent
 def test_launcher_runs_a_job():
     import subprocess
     import sys
@@ -113,5 +122,6 @@ def test_launcher_runs_a_job():
     assert "topology 2x1x1" in out
 
 
+@pytest.mark.mode_independent
 def test_destroy_then_init_again():
     check_job(run_job([WORKER, "reinit"], nproc=2, timeout=120))
