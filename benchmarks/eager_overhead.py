@@ -3,7 +3,11 @@ dispatch (the same computation jitted in jax, run in a separate process on
 the same XLA platform) and against PyTorch on CPU, all in one run.
 
 Each figure is the mean time per call over a loop of calls followed by one
-synchronisation, i.e. the throughput of back-to-back dispatch.
+synchronisation, i.e. the throughput of back-to-back dispatch. The `_sync`
+cases wait for every call (an op then torch.tpu.synchronize(), against
+jax's op then block_until_ready()): the latency of one op. `sync_idle` is
+torch.tpu.synchronize() with nothing left to wait for, against jax's
+block_until_ready() on a computed array: the fixed cost of a sync.
 Usage: python benchmarks/eager_overhead.py [--iters N] [--baseline TREE]
 
 --baseline TREE also times the tpu cases with another checkout's torch_tpu
@@ -21,7 +25,7 @@ import subprocess
 import sys
 import time
 
-CASES = ["add_1000", "matmul_64", "chain_10"]
+CASES = ["add_1000", "matmul_64", "chain_10", "add_1000_sync", "matmul_64_sync", "sync_idle"]
 
 JAX_SCRIPT = r"""
 import json, sys, time
@@ -36,10 +40,16 @@ def chain(x):
     for i in range(10):
         x = x * 1.001 + 0.5 if i % 2 == 0 else jnp.tanh(x)
     return x
+add = jax.jit(lambda x, y: x + y)
+mm = jax.jit(lambda x, y: x @ y)
+ready = add(a, b).block_until_ready()
 fns = {
-    "add_1000": (jax.jit(lambda x, y: x + y), (a, b)),
-    "matmul_64": (jax.jit(lambda x, y: x @ y), (m, m)),
+    "add_1000": (add, (a, b)),
+    "matmul_64": (mm, (m, m)),
     "chain_10": (jax.jit(chain), (a,)),
+    "add_1000_sync": (lambda x, y: add(x, y).block_until_ready(), (a, b)),
+    "matmul_64_sync": (lambda x, y: mm(x, y).block_until_ready(), (m, m)),
+    "sync_idle": (lambda x: x.block_until_ready(), (ready,)),
 }
 # Ten separately dispatched jitted ops: what an op-by-op eager backend pays at best.
 add1 = jax.jit(lambda x: x * 1.001 + 0.5)
@@ -75,10 +85,19 @@ def torch_cases(device):
             x = x * 1.001 + 0.5 if i % 2 == 0 else torch.tanh(x)
         return x
 
+    sync = torch.tpu.synchronize if device == "tpu" else (lambda: None)
+
+    def synced(r):
+        sync()
+        return r
+
     return {
         "add_1000": (lambda: a + b),
         "matmul_64": (lambda: m @ m),
         "chain_10": (lambda: chain(a)),
+        "add_1000_sync": (lambda: synced(a + b)),
+        "matmul_64_sync": (lambda: synced(m @ m)),
+        "sync_idle": (lambda: synced(a)),
     }
 
 
@@ -129,33 +148,39 @@ def compare_baseline(baseline, iters, rounds=3):
         mine.append(tpu_in_tree(this_tree, iters))
         base.append(tpu_in_tree(baseline, iters))
     print(f"\nthis tree against {baseline} (median of {rounds} interleaved fresh processes)")
-    print(f"{'case':<12}{'this us':>10}{'baseline us':>13}{'ratio':>8}")
+    print(f"{'case':<16}{'this us':>10}{'baseline us':>13}{'ratio':>8}")
     for name in CASES:
         a = statistics.median(r[name] for r in mine)
         b = statistics.median(r[name] for r in base)
-        print(f"{name:<12}{a * 1e6:>10.1f}{b * 1e6:>13.1f}{a / b:>8.2f}")
+        print(f"{name:<16}{a * 1e6:>10.1f}{b * 1e6:>13.1f}{a / b:>8.2f}")
 
 
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--iters", type=int, default=2000)
+    p.add_argument("--rounds", type=int, default=3,
+                   help="jax and tpu timings alternate this many times (medians): the machine's load drifts")
     p.add_argument("--baseline", help="another checkout whose torch_tpu to time the tpu cases against")
     args = p.parse_args()
 
-    jax_run = subprocess.run([sys.executable, "-c", JAX_SCRIPT, str(args.iters)], capture_output=True, text=True)
-    if jax_run.returncode != 0:
-        sys.exit(f"jax reference failed:\n{jax_run.stderr}")
-    jax_t = json.loads(jax_run.stdout.strip().splitlines()[-1])
-
     import torch
 
-    tpu_t = time_torch("tpu", args.iters)
+    jax_runs, tpu_runs = [], []
+    for _ in range(args.rounds):
+        jax_run = subprocess.run([sys.executable, "-c", JAX_SCRIPT, str(args.iters)], capture_output=True, text=True)
+        if jax_run.returncode != 0:
+            sys.exit(f"jax reference failed:\n{jax_run.stderr}")
+        jax_runs.append(json.loads(jax_run.stdout.strip().splitlines()[-1]))
+        tpu_runs.append(time_torch("tpu", args.iters))
+    jax_t = {k: statistics.median(r[k] for r in jax_runs) for k in jax_runs[0]}
+    tpu_t = {k: statistics.median(r[k] for r in tpu_runs) for k in tpu_runs[0]}
     cpu_t = time_torch("cpu", args.iters)
-    print(f"platform: {torch.tpu.get_device_name()}; {args.iters} calls per case\n")
-    print(f"{'case':<12}{'tpu us':>10}{'jax jit us':>12}{'torch cpu us':>14}{'tpu/jax':>10}{'tpu/cpu':>10}")
+    print(f"platform: {torch.tpu.get_device_name()}; {args.iters} calls per case, "
+          f"median of {args.rounds} alternating jax/tpu rounds\n")
+    print(f"{'case':<16}{'tpu us':>10}{'jax jit us':>12}{'torch cpu us':>14}{'tpu/jax':>10}{'tpu/cpu':>10}")
     for name in CASES:
-        print(f"{name:<12}{tpu_t[name] * 1e6:>10.1f}{jax_t[name] * 1e6:>12.1f}{cpu_t[name] * 1e6:>14.1f}"
-              f"{tpu_t[name] / jax_t[name]:>10.2f}{tpu_t[name] / cpu_t[name]:>10.2f}")
+        print(f"{name:<16}{tpu_t[name] * 1e6:>10.1f}{jax_t[name] * 1e6:>12.1f}{cpu_t[name] * 1e6:>14.1f}"
+              f"{tpu_t[name] / jax_t[name]:>10.2f}{tpu_t[name] / max(cpu_t[name], 1e-9):>10.2f}")
     per_op = jax_t["chain_10_per_op"]
     print(f"\nchain_10 against ten separately jitted jax ops ({per_op * 1e6:.1f} us): "
           f"tpu/jax = {tpu_t['chain_10'] / per_op:.2f}")
