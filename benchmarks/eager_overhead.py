@@ -10,6 +10,13 @@ torch.tpu.synchronize() with nothing left to wait for, against jax's
 block_until_ready() on a computed array: the fixed cost of a sync.
 Usage: python benchmarks/eager_overhead.py [--iters N] [--baseline TREE]
 
+--cpu-time times the main thread's CPU time (time.thread_time) instead of
+the wall clock, in every process: on a machine shared with other work that
+preempts the benchmark, this is the dispatch cost itself (what the host
+spends per op), while the wall clock also counts the time other processes
+ran. (It leaves out time spent waiting, so the _sync cases then count only
+the host's side of a sync.)
+
 --baseline TREE also times the tpu cases with another checkout's torch_tpu
 (e.g. one built before a change) in a fresh process, interleaved with this
 one's, to show what a change to the per-op path costs. The profiler ranges
@@ -28,7 +35,7 @@ import time
 CASES = ["add_1000", "matmul_64", "chain_10", "add_1000_sync", "matmul_64_sync", "sync_idle"]
 
 JAX_SCRIPT = r"""
-import json, sys, time
+import json, os, sys, time
 import numpy as np
 import jax, jax.numpy as jnp
 jax.config.update("jax_enable_x64", True)
@@ -63,11 +70,12 @@ for name, (f, args) in list(fns.items()) + [("chain_10_per_op", (chain_eager, (a
     for _ in range(50):
         r = f(*args)
     r.block_until_ready()
-    t = time.perf_counter()
+    clock = time.thread_time if os.environ.get("EAGER_OVERHEAD_CLOCK") == "thread" else time.perf_counter
+    t = clock()
     for _ in range(iters):
         r = f(*args)
     r.block_until_ready()
-    out[name] = (time.perf_counter() - t) / iters
+    out[name] = (clock() - t) / iters
 print(json.dumps(out))
 """
 
@@ -105,18 +113,19 @@ def time_torch(device, iters):
     import torch
 
     sync = torch.tpu.synchronize if device == "tpu" else (lambda: None)
+    clock = time.thread_time if os.environ.get("EAGER_OVERHEAD_CLOCK") == "thread" else time.perf_counter
     out = {}
     for name, f in torch_cases(device).items():
         for _ in range(50):
             r = f()
         sync()
-        t = time.perf_counter()
+        t = clock()
         for _ in range(iters):
             r = f()
         sync()
         if device == "tpu":
             r.cpu()
-        out[name] = (time.perf_counter() - t) / iters
+        out[name] = (clock() - t) / iters
     return out
 
 
@@ -160,8 +169,11 @@ def main():
     p.add_argument("--iters", type=int, default=2000)
     p.add_argument("--rounds", type=int, default=3,
                    help="jax and tpu timings alternate this many times (medians): the machine's load drifts")
+    p.add_argument("--cpu-time", action="store_true", help="time the main thread's CPU time, not the wall clock")
     p.add_argument("--baseline", help="another checkout whose torch_tpu to time the tpu cases against")
     args = p.parse_args()
+    if args.cpu_time:
+        os.environ["EAGER_OVERHEAD_CLOCK"] = "thread"  # this process and the ones it starts
 
     import torch
 
@@ -176,7 +188,8 @@ def main():
     tpu_t = {k: statistics.median(r[k] for r in tpu_runs) for k in tpu_runs[0]}
     cpu_t = time_torch("cpu", args.iters)
     print(f"platform: {torch.tpu.get_device_name()}; {args.iters} calls per case, "
-          f"median of {args.rounds} alternating jax/tpu rounds\n")
+          f"median of {args.rounds} alternating jax/tpu rounds; "
+          f"{'main-thread CPU time' if args.cpu_time else 'wall clock'}\n")
     print(f"{'case':<16}{'tpu us':>10}{'jax jit us':>12}{'torch cpu us':>14}{'tpu/jax':>10}{'tpu/cpu':>10}")
     for name in CASES:
         print(f"{name:<16}{tpu_t[name] * 1e6:>10.1f}{jax_t[name] * 1e6:>12.1f}{cpu_t[name] * 1e6:>14.1f}"
