@@ -96,6 +96,27 @@ def test_surfaces_at_item_and_synchronize():
     del z
 
 
+@pytest.mark.parametrize("count,bad_at", [(3, 1), (3, None), (20, 17), (70, 66), (70, None)])
+def test_many_flags_read_at_once(count, bad_at):
+    # Several pending flags are reduced on the device and read once
+    # (fusing_runtime.cpp, first_failed): the first failure raises with its
+    # own index, whatever its position (past a 64-flag chunk too).
+    x = torch.arange(5.0, device="tpu")
+    outs = []
+    for i in range(count):
+        idx = [11 + i] if i == bad_at else [i % 5]
+        outs.append(torch.index_select(x, 0, torch.tensor(idx, device="tpu")))
+    if bad_at is not None:
+        outs.append(torch.gather(x, 0, torch.tensor([40], device="tpu")))  # a later failure: not the one raised
+        with pytest.raises(IndexError, match=f"index_select.*index {11 + bad_at} is out of range"):
+            torch.tpu.synchronize()
+    else:
+        torch.tpu.synchronize()
+    assert torch_tpu._C._pending_checks(0) == 0
+    good = [i for i in range(count) if i != bad_at]
+    assert [outs[i].item() for i in good] == [float(i % 5) for i in good]
+
+
 def test_debug_eager_raises_at_the_op():
     x = torch.arange(5.0, device="tpu")
     idx = torch.tensor([9], device="tpu")

@@ -33,12 +33,8 @@ bool rejects_full_overlap(std::string_view op) {
 
 // out= arguments: no element written twice, no input read while written.
 // In-place ops (self written and read) are not out= arguments.
-void check_out_overlap(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args) {
+void check_out_overlap(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args, bool full) {
   const auto& sargs = schema.arguments();
-  bool any_out = false;
-  for (const auto& a : sargs) any_out |= a.is_out();
-  if (!any_out) return;
-  bool full = rejects_full_overlap(schema.name());
   for (size_t o = 0; o < sargs.size() && o < args.size(); ++o) {
     if (!sargs[o].is_out()) continue;
     for_each_defined(args[o], [&](const at::Tensor& out) {
@@ -64,9 +60,8 @@ const at::Tensor* first_tensor(const std::vector<c10::IValue>& args) {
 
 // Value checks that CPU's kernels make and the meta kernels skip (the other
 // random ops' meta kernels check their parameters themselves).
-void check_values(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args) {
-  const std::string& op = schema.name();
-  if (op == "aten::uniform" || op == "aten::uniform_") {
+void check_values(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args, ArgCheckPlan::Values which) {
+  if (which == ArgCheckPlan::kUniform) {
     const c10::IValue* from = find_arg(schema, args, "from");
     const c10::IValue* to = find_arg(schema, args, "to");
     if (!from || !to || !from->isDouble() || !to->isDouble()) return;
@@ -82,8 +77,7 @@ void check_values(const c10::FunctionSchema& schema, const std::vector<c10::IVal
       TORCH_CHECK(t - f <= limit, "uniform_ expects to-from <= std::numeric_limits<", at::toString(st),
                   ">::max(), but found to=", t, " and from=", f, " which result in to-from to exceed the limit");
     }
-  } else if (op == "aten::fill_" || op == "aten::fill" || op == "aten::masked_fill" || op == "aten::masked_fill_" ||
-             op == "aten::index_fill" || op == "aten::index_fill_") {
+  } else if (which == ArgCheckPlan::kFill) {
     // CPU converts the fill value to self's dtype with an overflow check
     // (Scalar::to<T>: "value cannot be converted to type uint8_t without
     // overflow"); the value is a runtime operand, so no meta kernel or rule
@@ -94,7 +88,7 @@ void check_values(const c10::FunctionSchema& schema, const std::vector<c10::IVal
     c10::Scalar v = value->toScalar();
     AT_DISPATCH_V2(self->scalar_type(), "fill", AT_WRAP([&] { (void)v.to<scalar_t>(); }), AT_EXPAND(AT_ALL_TYPES),
                    AT_EXPAND(AT_COMPLEX_TYPES), at::kHalf, at::kBFloat16, at::kBool, AT_EXPAND(AT_BAREBONES_UNSIGNED_TYPES));
-  } else if (op == "aten::bernoulli" || op == "aten::bernoulli_") {
+  } else if (which == ArgCheckPlan::kBernoulli) {
     const c10::IValue* p = find_arg(schema, args, "p");
     if (!p || !p->isDouble()) return;  // a tensor p would need a device read
     double v = p->toDouble();
@@ -112,9 +106,25 @@ const c10::IValue* find_arg(const c10::FunctionSchema& schema, const std::vector
   return nullptr;
 }
 
-void check_args(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args) {
-  check_out_overlap(schema, args);
-  check_values(schema, args);
+ArgCheckPlan plan_arg_checks(const c10::FunctionSchema& schema) {
+  ArgCheckPlan p;
+  for (const auto& a : schema.arguments()) p.out_overlap |= a.is_out();
+  p.full_overlap = p.out_overlap && rejects_full_overlap(schema.name());
+  const std::string& op = schema.name();
+  if (op == "aten::uniform" || op == "aten::uniform_") {
+    p.values = ArgCheckPlan::kUniform;
+  } else if (op == "aten::fill_" || op == "aten::fill" || op == "aten::masked_fill" || op == "aten::masked_fill_" ||
+             op == "aten::index_fill" || op == "aten::index_fill_") {
+    p.values = ArgCheckPlan::kFill;
+  } else if (op == "aten::bernoulli" || op == "aten::bernoulli_") {
+    p.values = ArgCheckPlan::kBernoulli;
+  }
+  return p;
+}
+
+void check_args(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args, const ArgCheckPlan& plan) {
+  if (plan.out_overlap) check_out_overlap(schema, args, plan.full_overlap);
+  if (plan.values != ArgCheckPlan::kNone) check_values(schema, args, plan.values);
 }
 
 }  // namespace torch_tpu::exec

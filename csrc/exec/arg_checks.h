@@ -8,13 +8,27 @@
 #include <ATen/core/function_schema.h>
 #include <ATen/core/ivalue.h>
 
+#include <cstdint>
 #include <vector>
 
 namespace torch_tpu::exec {
 
+// Which of the checks an op needs, worked out once per op (op_runner's
+// per-op facts): most ops need none, and then check_args costs a branch.
+struct ArgCheckPlan {
+  bool out_overlap = false;   // has out= arguments
+  bool full_overlap = false;  // ... and its CPU kernel rejects an out= that is an input
+  enum Values : uint8_t { kNone, kUniform, kFill, kBernoulli } values = kNone;
+  bool any() const { return out_overlap || values != kNone; }
+};
+ArgCheckPlan plan_arg_checks(const c10::FunctionSchema& schema);
+
 // Raises the error CPU raises for these arguments (RuntimeError, with CPU's
 // message), or returns.
-void check_args(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
+void check_args(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args, const ArgCheckPlan& plan);
+inline void check_args(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args) {
+  check_args(schema, args, plan_arg_checks(schema));
+}
 
 // The argument named `name` in `args` (the op's arguments in schema order),
 // or nullptr.

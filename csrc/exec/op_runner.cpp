@@ -70,6 +70,49 @@ std::string full_name(const c10::FunctionSchema& s) {
 
 // ---- program cache key --------------------------------------------------------
 
+bool scalars_shape_output(const c10::FunctionSchema& s);
+bool floats_are_operands(const c10::FunctionSchema& s);
+bool is_runtime_operand(const c10::Argument& a, bool runtime_floats);
+
+// What the per-call path needs to know about an op, worked out on its first
+// call instead of on every call (the schema's name, which arguments are
+// runtime operands, which argument checks apply). By schema address, which
+// is stable while the op is registered; the name and argument list are
+// compared on each lookup, so an op registered again (torch.library in a
+// test) at the same address is not taken for the old one.
+struct OpInfo {
+  const c10::FunctionSchema* schema = nullptr;
+  const c10::Argument* arguments = nullptr;
+  size_t num_arguments = 0;
+  std::string name;        // "aten::add.Tensor"
+  std::string key_prefix;  // name and '#'
+  bool static_scalars = false, runtime_floats = false;
+  std::vector<uint8_t> operand;  // per argument: a Scalar value is a runtime operand
+  ArgCheckPlan checks;
+};
+
+// Touched with the runtime lock held.
+const OpInfo& op_info(const c10::FunctionSchema& schema) {
+  static auto* infos = new std::unordered_map<const c10::FunctionSchema*, OpInfo>();
+  auto it = infos->find(&schema);
+  const auto& sargs = schema.arguments();
+  if (it != infos->end() && it->second.arguments == sargs.data() && it->second.num_arguments == sargs.size() &&
+      it->second.name.size() >= schema.name().size() &&
+      it->second.name.compare(0, schema.name().size(), schema.name()) == 0)
+    return it->second;
+  OpInfo info;
+  info.schema = &schema;
+  info.arguments = sargs.data();
+  info.num_arguments = sargs.size();
+  info.name = full_name(schema);
+  info.key_prefix = info.name + '#';
+  info.static_scalars = scalars_shape_output(schema);
+  info.runtime_floats = floats_are_operands(schema);
+  for (const auto& a : sargs) info.operand.push_back(!info.static_scalars && is_runtime_operand(a, info.runtime_floats));
+  info.checks = plan_arg_checks(schema);
+  return (*infos)[&schema] = std::move(info);
+}
+
 void append_tensor(std::string& k, const at::Tensor& t, SeenStorages& storages) {
   if (t.device().is_cpu()) {
     k += 'c';
@@ -103,8 +146,9 @@ bool is_runtime_operand(const c10::Argument& a, bool runtime_floats) {
   return is_scalar_type(a) || (runtime_floats && a.type()->kind() == c10::TypeKind::FloatType);
 }
 
-void append_value(std::string& k, const c10::IValue& v, const c10::Argument& a, bool static_scalars,
-                  SeenStorages& storages, bool runtime_floats = false) {
+// `operand`: a Scalar value of this argument is a runtime operand
+// (OpInfo::operand).
+void append_value(std::string& k, const c10::IValue& v, const c10::Argument& a, bool operand, SeenStorages& storages) {
   if (v.isTensor()) {
     if (v.toTensor().defined())
       append_tensor(k, v.toTensor(), storages);
@@ -116,8 +160,8 @@ void append_value(std::string& k, const c10::IValue& v, const c10::Argument& a, 
     auto list = v.toListRef();
     k += 'L';
     append_int(k, static_cast<int64_t>(list.size()));
-    for (const auto& e : list) append_value(k, e, a, static_scalars, storages, runtime_floats);
-  } else if (v.isScalar() && !static_scalars && is_runtime_operand(a, runtime_floats)) {
+    for (const auto& e : list) append_value(k, e, a, operand, storages);
+  } else if (v.isScalar() && operand) {
     // A Scalar (or Scalar?) argument is a runtime operand: only its kind
     // shapes the program, and whether it is the schema's default (then a
     // constant: lowering::is_default_scalar).
@@ -142,7 +186,8 @@ void append_value(std::string& k, const c10::IValue& v, const c10::Argument& a, 
     k += 'g';
   } else if (v.isDevice()) {
     k += 'D';
-    k += v.toDevice().str();
+    k += static_cast<char>(v.toDevice().type());
+    k += static_cast<char>(v.toDevice().index());
   } else {
     // dtype, layout, memory_format and friends are ints inside IValue.
     k += 'o';
@@ -478,8 +523,23 @@ std::shared_ptr<Program> compile_op(const c10::OperatorHandle& op, std::vector<c
 
 // Uploaded scalars, by (dtype, bits, device): constants such as alpha=1 or a
 // fixed learning rate are sent once.
+struct ScalarKey {
+  uint64_t bits[2];
+  int dtype, device;
+  bool operator==(const ScalarKey& o) const {
+    return bits[0] == o.bits[0] && bits[1] == o.bits[1] && dtype == o.dtype && device == o.device;
+  }
+};
+struct ScalarKeyHash {
+  size_t operator()(const ScalarKey& k) const {
+    uint64_t h = k.bits[0] * 0x9E3779B97F4A7C15ull ^ (k.bits[1] + 0x632BE59BD9B4E019ull + (h_mix(k.dtype, k.device)));
+    return static_cast<size_t>(h ^ (h >> 29));
+  }
+  static uint64_t h_mix(int dtype, int device) { return (static_cast<uint64_t>(dtype) << 32) ^ static_cast<uint64_t>(device); }
+};
+
 runtime::BufferRef upload_scalar(const c10::Scalar& s, at::ScalarType dtype, int device) {
-  static auto* cache = new std::unordered_map<std::string, runtime::BufferRef>();
+  static auto* cache = new std::unordered_map<ScalarKey, runtime::BufferRef, ScalarKeyHash>();
   uint8_t bytes[16] = {0};
   switch (dtype) {
     case at::kBool: { bool v = s.toBool(); std::memcpy(bytes, &v, 1); break; }
@@ -498,15 +558,30 @@ runtime::BufferRef upload_scalar(const c10::Scalar& s, at::ScalarType dtype, int
     case at::kComplexDouble: { auto v = s.toComplexDouble(); std::memcpy(bytes, &v, 16); break; }
     default: TORCH_CHECK_NOT_IMPLEMENTED(false, "torch_tpu: scalar of dtype ", dtype, " is not supported");
   }
-  std::string key(reinterpret_cast<const char*>(bytes), 16);
-  key += static_cast<char>(dtype);
-  key += std::to_string(device);
+  ScalarKey key{{0, 0}, static_cast<int>(dtype), device};
+  std::memcpy(key.bits, bytes, 16);
   auto it = cache->find(key);
   if (it != cache->end()) return it->second;
   if (cache->size() > 4096) cache->clear();
   auto buf = runtime::get().to_device(bytes, hlo::TensorType{lowering::element_type(dtype), {}}, device);
   cache->emplace(key, buf);
   return buf;
+}
+
+// The value of a 0-dim CPU tensor (a wrapped Python number in `x * 2.0`),
+// read directly for the common dtypes: Tensor::item() is a dispatcher call.
+c10::Scalar cpu_scalar(const at::Tensor& t) {
+  if (!t.is_conj() && !t.is_neg()) {
+    switch (t.scalar_type()) {
+      case at::kDouble: return *t.const_data_ptr<double>();
+      case at::kFloat: return *t.const_data_ptr<float>();
+      case at::kLong: return *t.const_data_ptr<int64_t>();
+      case at::kInt: return *t.const_data_ptr<int32_t>();
+      case at::kBool: return *t.const_data_ptr<bool>();
+      default: break;
+    }
+  }
+  return t.item();
 }
 
 runtime::BufferRef rng_key_buffer(const std::vector<c10::IValue>& args, int gen_arg, int device) {
@@ -540,7 +615,7 @@ void run_program(const Program& prog, std::vector<c10::IValue>& args, torch::jit
       case ParamSource::kCpuTensor: {
         const at::Tensor& t = tensor_at(args, p.arg, p.item);
         if (t.dim() == 0) {
-          inputs.push_back(upload_scalar(t.item(), p.dtype, prog.device));
+          inputs.push_back(upload_scalar(cpu_scalar(t), p.dtype, prog.device));
         } else {
           at::Tensor host = t.contiguous();
           inputs.push_back(runtime::get().to_device(
@@ -658,6 +733,11 @@ void run_lowered_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   std::vector<c10::IValue> args(std::make_move_iterator(stack->end() - n), std::make_move_iterator(stack->end()));
   stack->erase(stack->end() - n, stack->end());
 
+  // The runtime lock (the GIL, which PyTorch's bindings released) once per
+  // op, first: the per-op facts and the program cache are touched under it.
+  runtime::RuntimeLock lock;
+  const OpInfo& info = op_info(schema);
+
   // All tensors on one tpu device; 0-dim CPU tensors count as scalars, and
   // CPU index tensors (Tensor?[] lists) are uploaded, as CUDA allows.
   int device = -1;
@@ -666,33 +746,30 @@ void run_lowered_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
       int d = t.device().index();
       TORCH_CHECK(device < 0 || device == d,
                   "Expected all tensors to be on the same device, but found at least two devices, tpu:", device,
-                  " and tpu:", d, "! (when checking arguments for ", full_name(schema), ")");
+                  " and tpu:", d, "! (when checking arguments for ", info.name, ")");
       device = d;
     } else {
       TORCH_CHECK(t.device().is_cpu() && (t.dim() == 0 || item >= 0),
                   "Expected all tensors to be on the same device, but found at least two devices, ", t.device(),
-                  " and tpu! (when checking arguments for ", full_name(schema), ")");
+                  " and tpu! (when checking arguments for ", info.name, ")");
     }
   });
   if (device < 0) device = device::current_device();
-  check_args(schema, args);  // every call: CPU's checks that meta kernels skip
+  if (info.checks.any()) check_args(schema, args, info.checks);  // every call: CPU's checks that meta kernels skip
 
-  runtime::RuntimeLock lock;
-  std::string key = full_name(schema);
-  key += '#';
-  key += std::to_string(device);
-  key += '#';
+  std::string key;
+  key.reserve(info.key_prefix.size() + 48 * n + 8);
+  key += info.key_prefix;
+  key += static_cast<char>(device);
   // The fp32 matmul precision shapes dot products: changing it recompiles.
   key += static_cast<char>('0' + static_cast<int>(lowering::matmul_precision()));
   key += '#';
-  bool static_scalars = scalars_shape_output(schema);
-  bool runtime_floats = floats_are_operands(schema);
   SeenStorages storages;
-  for (size_t i = 0; i < n; ++i)
-    append_value(key, args[i], schema.arguments()[i], static_scalars, storages, runtime_floats);
+  for (size_t i = 0; i < n; ++i) append_value(key, args[i], schema.arguments()[i], info.operand[i], storages);
 
   std::shared_ptr<Program> prog;
-  if (auto* hit = cache().find(key)) {
+  auto* hit = cache().find(key);
+  if (hit) {
     ++g_stats.hits;
     prog = *hit;
     for (const auto& [arg, sizes] : prog->resizes) args[arg].toTensor().resize_(sizes);
@@ -706,7 +783,7 @@ void run_lowered_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     }
     ++g_stats.misses;
     prog = compile_on_miss(op, args, device, key, KeyOptions{device, static_cast<int>(lowering::matmul_precision()),
-                                                             static_scalars, runtime_floats});
+                                                             info.static_scalars, info.runtime_floats});
     cache().put(key, prog);
   }
   run_program(*prog, args, stack);

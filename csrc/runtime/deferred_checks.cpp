@@ -10,10 +10,11 @@ std::atomic<int64_t> g_pending_checks{0};
 
 namespace {
 
-// Pending flags by device, oldest first. Reading them costs one small
-// transfer each at the next sync; a program that never syncs would grow the
-// list without bound, so past kMaxPending the computed ones are read at
-// once (amortised: once per kMaxPending checking ops).
+// Pending flags by device, oldest first. The next sync reads them at once
+// (reduced on the device, one small transfer per 64: fusing_runtime.cpp,
+// first_failed); a program that never syncs would grow the list without
+// bound, so past kMaxPending the computed ones are read at once (amortised:
+// once per kMaxPending checking ops).
 constexpr size_t kMaxPending = 4096;
 
 std::unordered_map<int, std::vector<PendingCheck>>& lists() {

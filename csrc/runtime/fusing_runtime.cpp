@@ -295,21 +295,20 @@ class ModeRuntime final : public Runtime {
   }
 
   void synchronize(int device) override {
+    // One lock for the whole sync: jax releases it while it blocks.
+    RuntimeLock lock;
+    flush(device);
     std::vector<BufferRef> wait;
-    {
-      RuntimeLock lock;
-      flush(device);
-      auto it = in_flight_.find(device);
-      if (it != in_flight_.end()) {
-        for (auto& w : it->second)
-          if (auto b = w.lock()) wait.push_back(std::move(b));
-        it->second.clear();
-      }
-    }
+    auto& flying = in_flight(device);
+    wait.reserve(flying.size());
+    for (auto& w : flying)
+      if (auto b = w.lock()) wait.push_back(std::move(b));
+    flying.clear();
     // XLA:CPU runs independent programs concurrently (there is no single
     // in-order stream), so waiting for a transfer queued behind them is not
-    // enough: wait for every program output that is still referenced.
-    for (const auto& b : wait) xla_buffer_wait(*b, "a queued program");
+    // enough: wait for every program output that is still referenced (in
+    // one call), which is everything a queued program leaves behind.
+    xla_buffers_wait(wait, "a queued program");
     inner_.synchronize(device);
     if (checks_pending()) check_flags(device);
   }
@@ -322,26 +321,84 @@ class ModeRuntime final : public Runtime {
     RuntimeLock lock;
     std::vector<PendingCheck> all = take_checks(device), keep;
     bool deferred = eager_mode() != EagerMode::kDebug;
+    std::vector<BufferRef> ready;  // the computed flags, in order ...
+    std::vector<size_t> where;     // ... and their place in `all`
     for (size_t i = 0; i < all.size(); ++i) {
       BufferRef real = all[i].flag;
       if (auto* lazy = dynamic_cast<LazyBuffer*>(real.get())) {
         if (lazy->trace) {
-          keep.push_back(std::move(all[i]));
+          keep.push_back(all[i]);
           continue;
         }
         if (!lazy->error.empty() || !lazy->real) continue;
         real = lazy->real;
       }
-      int64_t v[2] = {0, 0};
-      inner_.to_host(real, v, sizeof(v));
-      if (v[0] != 0) {
-        for (size_t j = i + 1; j < all.size(); ++j)
-          if (auto* l = dynamic_cast<LazyBuffer*>(all[j].flag.get()); l && l->trace) keep.push_back(std::move(all[j]));
-        restore_checks(device, std::move(keep));
-        all[i].check->raise(v[1], deferred);
-      }
+      ready.push_back(std::move(real));
+      where.push_back(i);
     }
+    auto [first, value] = first_failed(ready, device);
     restore_checks(device, std::move(keep));
+    if (first >= 0) all[where[first]].check->raise(value, deferred);
+  }
+
+  // The first failed flag of `flags` (computed buffers of `device`): its
+  // position and value, or -1. One read of 16 bytes for one flag; more are
+  // reduced on the device, up to kFlagsPerRead in one small program, so a
+  // sync after n checking ops reads once, not n times.
+  static constexpr size_t kFlagsPerRead = 64;
+  std::pair<int64_t, int64_t> first_failed(const std::vector<BufferRef>& flags, int device) {
+    for (size_t start = 0; start < flags.size(); start += kFlagsPerRead) {
+      size_t n = std::min(kFlagsPerRead, flags.size() - start);
+      int64_t v[2] = {0, 0};
+      if (n == 1) {
+        inner_.to_host(flags[start], v, sizeof(v));
+        if (v[0] != 0) return {static_cast<int64_t>(start), v[1]};
+        continue;
+      }
+      // Padded with a flag that never fails to one of three sizes, so at most
+      // three programs are ever compiled per device.
+      int bucket = n <= 4 ? 4 : n <= 16 ? 16 : static_cast<int>(kFlagsPerRead);
+      std::vector<BufferRef> args(flags.begin() + start, flags.begin() + start + n);
+      args.resize(bucket, passing_flag(device));
+      auto out = inner_.execute(*flags_program(bucket, device), args);
+      inner_.to_host(out.at(0), v, sizeof(v));
+      if (v[0] < static_cast<int64_t>(n)) return {static_cast<int64_t>(start) + v[0], v[1]};
+    }
+    return {-1, 0};
+  }
+
+  // [position of the first failed of `n` flags (n: none), its value].
+  ExecutableRef flags_program(int n, int device) {
+    std::string key = std::to_string(device) + ':' + std::to_string(n);
+    auto it = flag_programs_.find(key);
+    if (it != flag_programs_.end()) return it->second;
+    using hlo::ElementType;
+    hlo::Builder b;
+    std::vector<hlo::Value> rows;
+    for (int i = 0; i < n; ++i) rows.push_back(hlo::reshape(b.parameter(hlo::TensorType{ElementType::kI64, {2}}), {1, 2}));
+    hlo::Value all = hlo::concatenate(rows, 0);
+    hlo::Value failed = hlo::reshape(hlo::slice(all, {0, 0}, {n, 1}), {n});
+    hlo::Value value = hlo::reshape(hlo::slice(all, {0, 1}, {n, 2}), {n});
+    hlo::Value pos = hlo::iota(b, ElementType::kI64, {n}, 0);
+    hlo::Value marked = hlo::select(hlo::compare(failed, hlo::zeros_like(failed), "NE"), pos,
+                                    hlo::full(b, ElementType::kI64, {n}, static_cast<double>(n)));
+    hlo::Value first = hlo::reduce(marked, {0}, hlo::ReduceKind::kMin);
+    hlo::Value at_first = hlo::compare(pos, hlo::broadcast_to(first, {n}), "EQ");
+    hlo::Value v = hlo::reduce(hlo::select(at_first, value, hlo::zeros_like(value)), {0}, hlo::ReduceKind::kSum);
+    hlo::Value out = hlo::concatenate({hlo::reshape(first, {1}), hlo::reshape(v, {1})}, 0);
+    CompileNote note("(reading deferred-check flags)", "");
+    ExecutableRef exe = inner_.compile(b.module_text({out}), device, "check flags x" + std::to_string(n));
+    flag_programs_.emplace(key, exe);
+    return exe;
+  }
+
+  BufferRef passing_flag(int device) {
+    auto it = passing_flags_.find(device);
+    if (it != passing_flags_.end()) return it->second;
+    int64_t zero[2] = {0, 0};
+    BufferRef b = inner_.to_device(zero, hlo::TensorType{hlo::ElementType::kI64, {2}}, device);
+    passing_flags_.emplace(device, b);
+    return b;
   }
 
   // Runs the deferred ops of `device`. Called with the lock held.
@@ -722,8 +779,12 @@ class ModeRuntime final : public Runtime {
 
   // Remembers outputs of programs that may still be running, for synchronize.
   // Weak: an output nobody holds need not be waited for.
+  std::vector<std::weak_ptr<DeviceBuffer>>& in_flight(int device) {
+    if (device >= static_cast<int>(in_flight_.size())) in_flight_.resize(device + 1);
+    return in_flight_[device];
+  }
   void track(int device, const std::vector<BufferRef>& outs) {
-    auto& v = in_flight_[device];
+    auto& v = in_flight(device);
     if (v.size() >= prune_at_) {  // amortised: drop the dropped ones
       v.erase(std::remove_if(v.begin(), v.end(), [](const std::weak_ptr<DeviceBuffer>& w) { return w.expired(); }),
               v.end());
@@ -735,10 +796,12 @@ class ModeRuntime final : public Runtime {
   Runtime& inner_;
   int max_ops_ = 2000;
   size_t prune_at_ = 1024;
-  std::unordered_map<int, std::vector<std::weak_ptr<DeviceBuffer>>> in_flight_;
+  std::vector<std::vector<std::weak_ptr<DeviceBuffer>>> in_flight_;  // by device
   std::unordered_map<int, std::shared_ptr<Trace>> pending_;
   LruCache<ExecutableRef> fused_{256};
   std::unordered_map<std::string, ExecutableRef> zeros_;  // recycled_or_new's programs, by device and type
+  std::unordered_map<std::string, ExecutableRef> flag_programs_;  // first_failed's programs, by device and size
+  std::unordered_map<int, BufferRef> passing_flags_;             // its padding, by device
   std::unique_ptr<Capture> capture_;
   struct SequenceHistory {
     int64_t count = 0;

@@ -103,6 +103,9 @@ bool xla_buffer_ready(const DeviceBuffer& buf);
 // Blocks until the buffer is computed; raises c10::Error naming `what` if
 // the computation failed.
 void xla_buffer_wait(const DeviceBuffer& buf, const char* what);
+// The same for several buffers, in one call when none has failed or been
+// deleted (the common case); otherwise one by one, naming the failure.
+void xla_buffers_wait(const std::vector<BufferRef>& bufs, const char* what);
 void xla_buffer_delete(const DeviceBuffer& buf);
 
 }  // namespace torch_tpu::runtime

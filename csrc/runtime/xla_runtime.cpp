@@ -113,6 +113,21 @@ class Recycler {
   std::atomic<bool> asked_{false};
 };
 
+// The GIL for a scope, re-entrant: PyGILState_Ensure alone, which costs a
+// thread-local read when the caller holds it already (every op does: the
+// execution layer takes the runtime lock once per op). pybind11's
+// gil_scoped_acquire looks its internals up first, ~1 us per op here.
+class GilScope {
+ public:
+  GilScope() : state_(PyGILState_Ensure()) {}
+  ~GilScope() { PyGILState_Release(state_); }
+  GilScope(const GilScope&) = delete;
+  GilScope& operator=(const GilScope&) = delete;
+
+ private:
+  PyGILState_STATE state_;
+};
+
 // Python references dropped on a thread without the GIL wait here and are
 // released (or recycled) by the next runtime call, which holds the GIL. The
 // allocator's deleter therefore never blocks on the GIL.
@@ -131,6 +146,7 @@ class DeferredRelease {
     }
     std::lock_guard<std::mutex> lock(mu_);
     pending_.push_back(obj);
+    any_.store(true, std::memory_order_release);
   }
   // A buffer nobody references any more: kept for reuse when it is large.
   void recycle(PyObject* obj, const hlo::TensorType& type, int device) {
@@ -142,12 +158,15 @@ class DeferredRelease {
     }
     std::lock_guard<std::mutex> lock(mu_);
     pending_recycle_.push_back({obj, type, device});
+    any_.store(true, std::memory_order_release);
   }
   void drain() {  // caller holds the GIL
+    if (!any_.load(std::memory_order_acquire)) return;  // every runtime call: one load when nothing waits
     std::vector<PyObject*> todo;
     std::vector<Freed> freed;
     {
       std::lock_guard<std::mutex> lock(mu_);
+      any_.store(false, std::memory_order_relaxed);
       if (pending_.empty() && pending_recycle_.empty()) return;
       todo.swap(pending_);
       freed.swap(pending_recycle_);
@@ -163,6 +182,7 @@ class DeferredRelease {
     int device;
   };
   std::mutex mu_;
+  std::atomic<bool> any_{false};  // something is pending
   std::vector<PyObject*> pending_;
   std::vector<Freed> pending_recycle_;
   Recycler recycler_;
@@ -187,13 +207,29 @@ class JaxExecutable final : public Executable {
  public:
   JaxExecutable(py::object exe, int device, std::vector<hlo::TensorType> out_types)
       : exe_(exe.release().ptr()), device_(device), out_types_(std::move(out_types)) {}
-  ~JaxExecutable() override { DeferredRelease::instance().release(exe_); }
+  ~JaxExecutable() override {
+    DeferredRelease::instance().release(exe_);
+    DeferredRelease::instance().release(execute_sharded_);
+    DeferredRelease::instance().release(handlers_);
+  }
   int device() const override { return device_; }
   py::handle exe() const { return exe_; }
   const std::vector<hlo::TensorType>& out_types() const { return out_types_; }
+  // One-device programs run through `execute_sharded` and jax's C++ result
+  // handlers made once here (what jax's own dispatch does): jaxlib's
+  // `execute` is a Python wrapper that builds a sharding in Python for
+  // every output of every call (~3 us of a 10 us op).
+  void set_fast_path(py::object execute_sharded, py::object handlers) {
+    execute_sharded_ = execute_sharded.release().ptr();
+    handlers_ = handlers.release().ptr();
+  }
+  PyObject* execute_sharded() const { return execute_sharded_; }  // null: no fast path
+  PyObject* handlers() const { return handlers_; }
 
  private:
   PyObject* exe_;
+  PyObject* execute_sharded_ = nullptr;
+  PyObject* handlers_ = nullptr;
   int device_;
   std::vector<hlo::TensorType> out_types_;
 };
@@ -295,6 +331,8 @@ class XlaRuntime final : public Runtime {
     device_list_cls_ = xc.attr("DeviceList");
     batched_device_put_ = xc.attr("batched_device_put");
     immutable_during_call_ = xc.attr("HostBufferSemantics").attr("IMMUTABLE_ONLY_DURING_CALL");
+    array_result_handler_ = py::getattr(xc, "array_result_handler", py::none());
+    batched_block_until_ready_ = py::getattr(xc, "batched_block_until_ready", py::none());
     shaped_array_ = py::module_::import("jax").attr("core").attr("ShapedArray");
     py::object sharding_cls = py::module_::import("jax.sharding").attr("SingleDeviceSharding");
     for (auto& d : devices_) shardings_.push_back(sharding_cls(d));
@@ -312,7 +350,7 @@ class XlaRuntime final : public Runtime {
   // touch Python objects from this destructor.
   ~XlaRuntime() override {
     for (auto* v : {&backend_, &compile_options_cls_, &device_assignment_cls_, &device_list_cls_, &batched_device_put_,
-                    &immutable_during_call_, &shaped_array_, &numpy_})
+                    &immutable_during_call_, &shaped_array_, &numpy_, &array_result_handler_, &batched_block_until_ready_})
       v->release();
     for (auto& d : devices_) d.release();
     for (auto& d : global_devices_) d.release();
@@ -334,8 +372,10 @@ class XlaRuntime final : public Runtime {
     try {
       py::object dl = device_list_cls_(py::make_tuple(devices_[device]));
       py::object options = compile_options(device);
-      return std::make_shared<JaxExecutable>(load_or_compile(text, dl, options, device, "", what), device,
-                                             parse_result_types(text));
+      py::object loaded = load_or_compile(text, dl, options, device, "", what);
+      auto exe = std::make_shared<JaxExecutable>(loaded, device, parse_result_types(text));
+      add_fast_path(*exe, loaded, device);
+      return exe;
     } catch (py::error_already_set& e) {
       TORCH_CHECK(false, "torch_tpu: XLA could not compile the program for ", what, ": ", e.what(),
                   "\n--- StableHLO ---\n", text);
@@ -448,6 +488,24 @@ class XlaRuntime final : public Runtime {
   }
 
  private:
+  // Result handlers (one committed single-device array per output) for
+  // JaxExecutable's fast path. A jaxlib without this API keeps `execute`.
+  void add_fast_path(JaxExecutable& exe, const py::object& loaded, int device) {
+    if (array_result_handler_.is_none()) return;
+    try {
+      py::list handlers;
+      for (const auto& t : exe.out_types()) {
+        py::tuple shape(t.dims.size());
+        for (size_t i = 0; i < t.dims.size(); ++i) shape[i] = t.dims[i];
+        py::object aval = shaped_array_(shape, np_dtypes_[static_cast<int>(t.element)]);
+        handlers.append(array_result_handler_(aval, shardings_[device], py::arg("committed") = true,
+                                              py::arg("_skip_checks") = true));
+      }
+      exe.set_fast_path(loaded.attr("execute_sharded"), handlers);
+    } catch (py::error_already_set&) {
+    }
+  }
+
   py::object compile_options(int device) {
     // The device assignment pins the single replica to this device.
     py::object options = compile_options_cls_();
@@ -521,26 +579,41 @@ class XlaRuntime final : public Runtime {
  public:
   std::vector<BufferRef> execute(const Executable& exe_base, const std::vector<BufferRef>& args) override {
     auto& exe = static_cast<const JaxExecutable&>(exe_base);
-    py::gil_scoped_acquire gil;
+    GilScope gil;
     DeferredRelease::instance().drain();
     py::list pyargs(args.size());
     for (size_t i = 0; i < args.size(); ++i)
       pyargs[i] = static_cast<JaxBuffer&>(*args[i]).array();
-    py::list outs;
+    py::object outs;
     try {
-      outs = exe.exe().attr("execute")(pyargs);
+      if (PyObject* run = exe.execute_sharded()) {
+        auto results = py::reinterpret_steal<py::object>(PyObject_CallOneArg(run, pyargs.ptr()));
+        if (!results) throw py::error_already_set();
+        static PyObject* consume = PyUnicode_InternFromString("consume_with_handlers");
+        PyObject* call[2] = {results.ptr(), exe.handlers()};
+        outs = py::reinterpret_steal<py::object>(PyObject_VectorcallMethod(consume, call, 2, nullptr));
+        if (!outs) throw py::error_already_set();
+      } else {
+        outs = exe.exe().attr("execute")(pyargs);
+      }
     } catch (py::error_already_set& e) {
       TORCH_CHECK(false, "torch_tpu: XLA execution failed: ", e.what());
     }
+    PyObject* list = outs.ptr();
+    TORCH_CHECK(PyList_Check(list), "torch_tpu: internal error: XLA returned no list of outputs");
+    Py_ssize_t n = PyList_GET_SIZE(list);
+    TORCH_CHECK(static_cast<size_t>(n) == exe.out_types().size(), "torch_tpu: internal error: program returned ", n,
+                " outputs, expected ", exe.out_types().size());
     std::vector<BufferRef> result;
-    result.reserve(outs.size());
-    for (size_t i = 0; i < outs.size(); ++i)
-      result.push_back(std::make_shared<JaxBuffer>(outs[i], exe.out_types().at(i), exe.device()));
+    result.reserve(n);
+    for (Py_ssize_t i = 0; i < n; ++i)
+      result.push_back(std::make_shared<JaxBuffer>(py::reinterpret_borrow<py::object>(PyList_GET_ITEM(list, i)),
+                                                   exe.out_types()[i], exe.device()));
     return result;
   }
 
   BufferRef to_device(const void* data, const hlo::TensorType& type, int device) override {
-    py::gil_scoped_acquire gil;
+    GilScope gil;
     DeferredRelease::instance().drain();
     check_device(device);
     py::tuple shape(type.dims.size());
@@ -557,7 +630,7 @@ class XlaRuntime final : public Runtime {
   }
 
   void to_host(const BufferRef& buf, void* dst, size_t nbytes) override {
-    py::gil_scoped_acquire gil;
+    GilScope gil;
     DeferredRelease::instance().drain();
     py::array host = numpy_.attr("asarray")(static_cast<JaxBuffer&>(*buf).array());
     TORCH_CHECK(static_cast<size_t>(host.nbytes()) == nbytes, "torch_tpu: device buffer holds ", host.nbytes(),
@@ -567,14 +640,31 @@ class XlaRuntime final : public Runtime {
     std::memcpy(dst, host.data(), nbytes);
   }
 
+  // Nothing to do here: the mode runtime waits for every program output
+  // still referenced (wait_buffers), which is all a queued program leaves
+  // behind. (A probe transfer waited behind them cost ~15 us a sync and
+  // proved nothing on XLA:CPU, which runs independent programs concurrently;
+  // on accelerators transfers go on their own stream.)
   void synchronize(int device) override {
-    py::gil_scoped_acquire gil;
+    GilScope gil;
     DeferredRelease::instance().drain();
-    // Every program runs on the device's one stream in order, so waiting for
-    // a fresh tiny transfer behind them waits for all of them.
-    uint8_t zero = 0;
-    auto probe = to_device(&zero, hlo::TensorType{hlo::ElementType::kU8, {}}, device);
-    static_cast<JaxBuffer&>(*probe).array().attr("block_until_ready")();
+    check_device(device);
+  }
+
+  // Waits for all of `bufs` in one call (jaxlib's batched_block_until_ready);
+  // false if that raised (a deleted or failed buffer), for the caller to
+  // find which one, one by one.
+  bool wait_all(const std::vector<BufferRef>& bufs) {
+    GilScope gil;
+    if (batched_block_until_ready_.is_none()) return false;
+    py::list arrays(bufs.size());
+    for (size_t i = 0; i < bufs.size(); ++i) arrays[i] = static_cast<const JaxBuffer&>(*bufs[i]).array();
+    try {
+      batched_block_until_ready_(arrays);
+      return true;
+    } catch (py::error_already_set&) {
+      return false;
+    }
   }
 
  private:
@@ -625,7 +715,7 @@ class XlaRuntime final : public Runtime {
   }
 
   py::object backend_, compile_options_cls_, device_assignment_cls_, device_list_cls_, batched_device_put_, immutable_during_call_,
-      shaped_array_, numpy_;
+      shaped_array_, numpy_, array_result_handler_, batched_block_until_ready_;
   std::vector<py::object> devices_, global_devices_, shardings_, np_dtypes_;
   PlatformInfo info_;
   JobInfo job_;
@@ -674,7 +764,7 @@ Runtime* g_front = nullptr;  // the mode decorator over g_runtime
 }  // namespace
 
 bool xla_buffer_ready(const DeviceBuffer& buf) {
-  py::gil_scoped_acquire gil;
+  GilScope gil;
   return static_cast<const JaxBuffer&>(buf).array().attr("is_ready")().cast<bool>();
 }
 
@@ -718,14 +808,22 @@ BufferRef copy_buffer(const BufferRef& buf) {
 }
 
 void xla_buffer_wait(const DeviceBuffer& buf, const char* what) {
-  py::gil_scoped_acquire gil;
+  GilScope gil;
+  static PyObject* is_deleted = PyUnicode_InternFromString("is_deleted");
+  static PyObject* block = PyUnicode_InternFromString("block_until_ready");
   try {
     py::handle array = static_cast<const JaxBuffer&>(buf).array();
-    if (array.attr("is_deleted")().cast<bool>()) return;  // nothing left to wait for
-    array.attr("block_until_ready")();
+    if (array.attr(py::handle(is_deleted))().cast<bool>()) return;  // nothing left to wait for
+    array.attr(py::handle(block))();
   } catch (py::error_already_set& e) {
     TORCH_CHECK(false, "torch_tpu: ", what, " failed on the device: ", e.what());
   }
+}
+
+void xla_buffers_wait(const std::vector<BufferRef>& bufs, const char* what) {
+  if (bufs.empty()) return;
+  if (bufs.size() == 1 || !g_runtime->wait_all(bufs))
+    for (const auto& b : bufs) xla_buffer_wait(*b, what);  // skips deleted buffers, names a failure
 }
 
 RuntimeLock::RuntimeLock() : state_(static_cast<int>(PyGILState_Ensure())) {}
