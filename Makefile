@@ -26,11 +26,12 @@ build: $(EXT)
 
 BENCH_DEPS := $(VENV)/.bench-deps-stamp
 
-# compile.py runs each configuration in a fresh process, 3 rounds (5-15 minutes here).
+# issue14.py runs eager_overhead.py and compile.py (small GPT and GPT-2
+# shape; each configuration in a fresh process, 3 rounds: 10-30 minutes
+# here) and ends with one table of every ratio of issue 14 and its goal.
 bench: $(EXT) $(BENCH_DEPS)
-	$(PY) benchmarks/eager_overhead.py
 	$(PY) benchmarks/eager_modes.py
-	$(PY) benchmarks/compile.py
+	$(PY) benchmarks/issue14.py
 
 # torchax without its dependencies: it must not move the pinned jax/jaxlib.
 $(BENCH_DEPS): benchmarks/requirements.txt $(DEPS)

@@ -2,8 +2,9 @@
 
     python benchmarks/_compile_worker.py '<json config>'
 
-Kinds: strict, fused, compiled (torch_tpu on "tpu"), inductor (torch.compile
-on CPU), torchax (jax.jit through torchax on XLA:CPU). Every kind gets a fresh
+Kinds: strict, fused, compiled (torch_tpu on "tpu"), cpu (PyTorch's own
+eager on the CPU), inductor (torch.compile on CPU), torchax (jax.jit through
+torchax on XLA:CPU). Every kind gets a fresh
 process, so each one's first call compiles from cold (compile.py also points
 every compilation cache at an empty directory) and torchax's global patches
 of torch stay out of the others.
@@ -79,12 +80,17 @@ def timed_loop(cfg, step, sync, keep_all=True):
 def run_torch(cfg):
     kind = cfg["kind"]
     notes = []
-    idx, tgt = gpt2.batch(cfg["batch"], cfg["seq"])
-    model = gpt2.build(cfg["layers"], cfg["attn"])
-    if kind == "inductor":
+    if kind == "compiled3":  # compiled, with TORCH_TPU_REPLAY_CHAIN=0 (compile.py sets it)
+        kind = "compiled"
+        notes.append("replays not chained: forward, backward and optimizer are three programs per step")
+    shape = cfg.get("shape", "gpt2")
+    idx, tgt = gpt2.batch(cfg["batch"], cfg["seq"], shape=shape)
+    model = gpt2.build(cfg["layers"], cfg["attn"], shape=shape)
+    if kind in ("inductor", "cpu"):
         device = "cpu"
         torch.set_num_threads(cfg["threads"]) if cfg.get("threads") else None
-        notes.append(f"torch.compile(backend='inductor') on CPU, {torch.get_num_threads()} threads")
+        what = "torch.compile(backend='inductor')" if kind == "inductor" else "PyTorch eager"
+        notes.append(f"{what} on CPU, {torch.get_num_threads()} threads")
     else:
         import torch_tpu
 
@@ -164,6 +170,7 @@ def run_torch(cfg):
         import torch_tpu
 
         res["tpu_stats"] = torch_tpu.compile_stats()
+        res["tpu_stats"]["chained_replays"] = torch_tpu._C._fusion_stats()["chained_replays"]
     return res
 
 
@@ -209,8 +216,9 @@ def run_torchax(cfg):
     notes = [f"torchax {getattr(torchax, '__version__', '?')}, jax {jax.__version__} on {jax.devices()[0].platform}"]
     if missing:
         notes.append(f"{len(missing)} Dimname aten overloads torch {torch.__version__.split('+')[0]} lacks were stubbed at torchax import")
-    idx, tgt = gpt2.batch(cfg["batch"], cfg["seq"])
-    model = gpt2.build(cfg["layers"], cfg["attn"])
+    shape = cfg.get("shape", "gpt2")
+    idx, tgt = gpt2.batch(cfg["batch"], cfg["seq"], shape=shape)
+    model = gpt2.build(cfg["layers"], cfg["attn"], shape=shape)
     with env:
         model = gpt2.to_device(model, "jax")
         idx_t, tgt_t = idx.to("jax"), tgt.to("jax")

@@ -12,6 +12,11 @@ from bit-identical weights and batches.
 
 Attention is either `F.scaled_dot_product_attention(is_causal=True)`
 ("sdpa") or an explicit masked softmax ("mask"); compile.py's `--attn` picks.
+
+`SHAPES` names the widths compile.py's `--model` picks: "gpt2" (the above)
+and "small", the small GPT every tutorial trains (d_model 128, 4 heads, a
+65-symbol character vocabulary, 256 positions; 4 blocks by default), where
+per-call overhead rather than the matmuls decides the step time.
 """
 
 import math
@@ -24,6 +29,12 @@ VOCAB = 50257
 N_POSITIONS = 1024
 D_MODEL = 768
 N_HEADS = 12
+
+# name -> (d_model, heads, vocabulary, positions, default layers, default batch)
+SHAPES = {
+    "gpt2": (D_MODEL, N_HEADS, VOCAB, N_POSITIONS, 2, 4),
+    "small": (128, 4, 65, 256, 4, 8),
+}
 
 
 class Block(nn.Module):
@@ -88,10 +99,11 @@ class GPT2(nn.Module):
         return self.lm_head(self.ln_f(x))
 
 
-def build(layers, attn, seed=0):
+def build(layers, attn, seed=0, shape="gpt2"):
     """The model with weights drawn on the CPU from `seed` (same in every process)."""
+    d, heads, vocab, positions = SHAPES[shape][:4]
     torch.manual_seed(seed)
-    return GPT2(layers=layers, attn=attn)
+    return GPT2(layers=layers, attn=attn, vocab=vocab, n_positions=positions, d=d, heads=heads)
 
 
 def to_device(model, device):
@@ -104,10 +116,10 @@ def to_device(model, device):
     return model
 
 
-def batch(batch_size, seq, seed=1234):
+def batch(batch_size, seq, seed=1234, shape="gpt2"):
     """(input ids, next-token targets), int64 on the CPU, from their own generator."""
     g = torch.Generator().manual_seed(seed)
-    tokens = torch.randint(0, VOCAB, (batch_size, seq + 1), generator=g)
+    tokens = torch.randint(0, SHAPES[shape][2], (batch_size, seq + 1), generator=g)
     return tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
 
 

@@ -100,7 +100,10 @@ def test_replay_compiles_nothing_and_counts():
     after = stats()
     assert after["replays"] == s["replays"] + 3
     assert after["captures"] == s["captures"]
-    assert after["fused_cache_hits"] == s["fused_cache_hits"]  # no trace was built
+    # No op was dispatched: each replay appended its captured ops to the
+    # pending trace (chained replays, test_replay_chain.py), which ran the
+    # program compiled for the capture.
+    assert after["fused_compiles"] == s["fused_compiles"]
 
 
 def test_switch_off(monkeypatch):

@@ -94,7 +94,9 @@ def mark_step() -> None:
 def fusion_stats() -> dict:
     """Counters of fused mode: traces run (flushes), ops they held, fused
     programs compiled, cache hits, traces skipped (no live result), ops
-    deferred now."""
+    deferred now, buffers donated / copied, and `chained_replays` (compiled
+    graph replays appended to a pending trace: one program per training
+    step, docs/design.md)."""
     return _C._fusion_stats()
 
 

@@ -167,6 +167,7 @@ std::shared_ptr<GraphReplay> capture_end(const std::vector<at::Tensor>& outputs,
   r->device = st->device;
   r->num_inputs = st->inputs.size();
   r->exe = ct.exe;
+  if (ct.exe) r->ops = ct.ops;
   r->exe_args = ct.exe_args;
   r->exe_outputs = ct.exe_outputs;
   r->text = ct.text;
@@ -291,6 +292,12 @@ std::vector<at::Tensor> GraphReplay::run(const std::vector<at::Tensor>& inputs) 
   // As for one op: the new storages must fit before anything runs (or a
   // random key is drawn).
   if (new_bytes > 0) device::check_can_allocate(device, new_bytes);
+  // Chained: the ops join the pending trace (one program per training step,
+  // modes.h); the trace's flush places results and donates dead buffers.
+  // Not in Debug Eager (each graph raises at its call) nor while a capture
+  // watches the device (its trace must be the captured graph's alone).
+  const bool chain = ops && exe && runtime::replay_chaining() &&
+                     runtime::eager_mode() != runtime::EagerMode::kDebug && !runtime::capture_active();
   std::vector<BufferRef> pbufs;
   pbufs.reserve(params.size());
   std::vector<bool> exclusive(params.size(), false);
@@ -300,9 +307,11 @@ std::vector<at::Tensor> GraphReplay::run(const std::vector<at::Tensor>& inputs) 
         const at::Tensor& t = inputs[p.input];
         TORCH_CHECK(t.defined() && t.is_privateuseone(), "torch_tpu: replayed graph: argument ", p.input,
                     " is not a tpu tensor");
-        BufferRef b = runtime::resolve_buffer(device::storage_buffer(t.storage()).buffer);
+        const BufferRef& held = device::storage_buffer(t.storage()).buffer;
+        // Chained, a deferred input stays deferred (it is wired in the trace).
+        BufferRef b = chain ? held : runtime::resolve_buffer(held);
         TORCH_CHECK(b, "torch_tpu: replayed graph: argument ", p.input, " has no device buffer");
-        exclusive[pbufs.size()] = sole_owner(t, b);
+        if (!chain) exclusive[pbufs.size()] = sole_owner(t, b);
         pbufs.push_back(std::move(b));
         break;
       }
@@ -310,8 +319,9 @@ std::vector<at::Tensor> GraphReplay::run(const std::vector<at::Tensor>& inputs) 
         pbufs.push_back(p.constant);
         break;
       case Param::kDonor:
+        // Read by no op; a chained trace places its own results.
         exclusive[pbufs.size()] = true;
-        pbufs.push_back(runtime::recycled_or_new(p.type, device));
+        pbufs.push_back(chain ? nullptr : runtime::recycled_or_new(p.type, device));
         break;
       case Param::kRngKey: {
         // A fresh key per call, drawn in the order the ops drew theirs, so a
@@ -329,7 +339,9 @@ std::vector<at::Tensor> GraphReplay::run(const std::vector<at::Tensor>& inputs) 
     }
   }
   std::vector<BufferRef> results;
-  if (exe) {
+  if (chain) {
+    results = runtime::defer_replay(ops, pbufs, device);
+  } else if (exe) {
     std::vector<BufferRef> args;
     args.reserve(exe_args.size());
     for (int a : exe_args) args.push_back(pbufs[a]);

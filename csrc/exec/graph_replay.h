@@ -19,6 +19,10 @@
 #include "runtime/deferred_checks.h"
 #include "runtime/runtime.h"
 
+namespace torch_tpu::runtime {
+struct CapturedOps;  // runtime/modes.h
+}
+
 namespace torch_tpu::exec {
 
 class GraphReplay {
@@ -61,6 +65,9 @@ class GraphReplay {
   int device = 0;
   size_t num_inputs = 0;
   runtime::ExecutableRef exe;     // null: nothing to run
+  // The captured ops: a chained replay appends them to the pending trace
+  // instead of running `exe` (modes.h, defer_replay).
+  std::shared_ptr<const runtime::CapturedOps> ops;
   std::vector<Param> params;
   std::vector<int> exe_args, exe_outputs;
   // exe arguments whose buffer the executable takes over (donation.h): each

@@ -129,6 +129,7 @@ PYBIND11_MODULE(_C, m) {
     d["pending_ops"] = s.pending_ops;
     d["donated"] = s.donated;
     d["donation_copies"] = s.donation_copies;
+    d["chained_replays"] = s.chained_replays;
     return d;
   });
   // Recompile visibility (runtime/recompile_log.h): counters, the last

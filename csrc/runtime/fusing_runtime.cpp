@@ -175,11 +175,30 @@ struct TraceOp {
   std::vector<std::weak_ptr<LazyBuffer>> outs;  // weak: an output nobody holds is not a result
 };
 
+}  // namespace
+
+// A captured trace as a chained replay appends it (modes.h, defer_replay):
+// the ops with their wiring (an input's `param` indexes the capture's
+// parameters) and which outputs were its results.
+struct CapturedOps {
+  struct Op {
+    std::shared_ptr<const OpProgram> prog;
+    std::vector<TraceInput> inputs;
+    std::vector<int> results;  // per output: its index among the results, or -1
+  };
+  std::vector<Op> ops;
+  size_t num_results = 0;
+};
+
+namespace {
+
 struct Trace {
   int device = 0;
   std::vector<TraceOp> ops;
   std::vector<BufferRef> params;  // real input buffers, each once
   std::unordered_map<const DeviceBuffer*, int> param_index;
+  // Chained replays appended to it: appending one again runs the trace first.
+  std::vector<std::shared_ptr<const CapturedOps>> replays;
 };
 
 // A capture in progress (capture_begin .. capture_end): the first trace of
@@ -202,6 +221,7 @@ class ModeRuntime final : public Runtime {
   explicit ModeRuntime(Runtime& inner) : inner_(inner) {
     if (const char* n = std::getenv("TPU_FUSE_MAX_OPS")) max_ops_ = std::max(1, std::atoi(n));
     if (const char* n = std::getenv("TPU_FUSE_CACHE_SIZE")) fused_.set_capacity(std::max(1, std::atoi(n)));
+    if (const char* n = std::getenv("TPU_REPLAY_CHAIN_MAX_OPS")) max_chain_ops_ = std::max(1, std::atoi(n));
   }
 
   int device_count() override { return inner_.device_count(); }
@@ -497,6 +517,72 @@ class ModeRuntime final : public Runtime {
     return inner_.execute(*it->second, {}).at(0);
   }
 
+  std::vector<BufferRef> defer_replay(const std::shared_ptr<const CapturedOps>& cops,
+                                      const std::vector<BufferRef>& params, int device) {
+    if (auto it = pending_.find(device); it != pending_.end() && it->second) {
+      const Trace& t = *it->second;
+      bool again = std::find(t.replays.begin(), t.replays.end(), cops) != t.replays.end();
+      // One step's graphs per program: the same graph again starts the next
+      // step (and so a loop of identical steps builds identical traces).
+      if (again || (!t.ops.empty() && t.ops.size() + cops->ops.size() > static_cast<size_t>(max_chain_ops_)))
+        flush(device);
+    }
+    auto& slot = pending_[device];
+    if (!slot) {
+      slot = std::make_shared<Trace>();
+      slot->device = device;
+    }
+    std::shared_ptr<Trace> trace = slot;
+    trace->replays.push_back(cops);
+    const int base = static_cast<int>(trace->ops.size());
+    // Each parameter's place in this trace, found on first use: an output
+    // of an op already in it (the forward's activations for the backward),
+    // else a real buffer among its parameters.
+    std::vector<TraceInput> where(params.size());
+    std::vector<bool> mapped(params.size(), false);
+    auto map_param = [&](int p) -> const TraceInput& {
+      if (!mapped[p]) {
+        mapped[p] = true;
+        const BufferRef& a = params[p];
+        TORCH_CHECK(a, "torch_tpu: internal error: chained replay without parameter ", p);
+        auto* lazy = dynamic_cast<LazyBuffer*>(a.get());
+        if (lazy != nullptr && lazy->trace == trace) {
+          where[p] = TraceInput{-1, lazy->op, lazy->out};
+        } else {
+          BufferRef real = resolve(a);
+          auto [it, added] = trace->param_index.emplace(real.get(), static_cast<int>(trace->params.size()));
+          if (added) trace->params.push_back(real);
+          where[p] = TraceInput{it->second, -1, -1};
+        }
+      }
+      return where[p];
+    };
+    std::vector<BufferRef> results(cops->num_results);
+    trace->ops.reserve(trace->ops.size() + cops->ops.size());
+    for (size_t k = 0; k < cops->ops.size(); ++k) {
+      const auto& cop = cops->ops[k];
+      TraceOp op;
+      op.prog = cop.prog;
+      op.inputs.reserve(cop.inputs.size());
+      for (const auto& in : cop.inputs)
+        op.inputs.push_back(in.param >= 0 ? map_param(in.param) : TraceInput{-1, base + in.op, in.out});
+      // Only the results get buffers: the other outputs were intermediates
+      // of the captured call, and stay inside the program.
+      op.outs.resize(cop.results.size());
+      const auto& types = cop.prog->out_types();
+      for (size_t i = 0; i < cop.results.size(); ++i) {
+        if (cop.results[i] < 0) continue;
+        auto b = std::make_shared<LazyBuffer>(types[i], device, trace, base + static_cast<int>(k), static_cast<int>(i));
+        op.outs[i] = b;
+        results[cop.results[i]] = std::move(b);
+      }
+      trace->ops.push_back(std::move(op));
+    }
+    g_stats.pending_ops += static_cast<int64_t>(cops->ops.size());
+    ++g_stats.chained_replays;
+    return results;
+  }
+
   std::vector<BufferRef> execute_now(const Executable& exe, const std::vector<BufferRef>& args) {
     RuntimeLock lock;
     ProgramRange range;  // torch.profiler (profiling.h)
@@ -563,6 +649,7 @@ class ModeRuntime final : public Runtime {
         keep = &capture_->got;
         keep->params = t.params;
         if (capture_->keep_text) keep->text = module_text(t, live);
+        keep->ops = captured_ops(t, live);
       }
     }
     if (live.empty()) {  // nothing observable: the trace need not run
@@ -723,6 +810,21 @@ class ModeRuntime final : public Runtime {
     return aliases;
   }
 
+  // What a chained replay of this trace appends (defer_replay).
+  static std::shared_ptr<const CapturedOps> captured_ops(const Trace& t,
+                                                         const std::vector<std::shared_ptr<LazyBuffer>>& live) {
+    auto c = std::make_shared<CapturedOps>();
+    c->ops.resize(t.ops.size());
+    for (size_t k = 0; k < t.ops.size(); ++k) {
+      c->ops[k].prog = t.ops[k].prog;
+      c->ops[k].inputs = t.ops[k].inputs;
+      c->ops[k].results.assign(t.ops[k].outs.size(), -1);
+    }
+    for (size_t r = 0; r < live.size(); ++r) c->ops[live[r]->op].results[live[r]->out] = static_cast<int>(r);
+    c->num_results = live.size();
+    return c;
+  }
+
   // The fused program's parameter and result types.
   static std::pair<std::vector<std::string>, std::vector<std::string>> signature(
       const Trace& t, const std::vector<std::shared_ptr<LazyBuffer>>& live) {
@@ -795,6 +897,9 @@ class ModeRuntime final : public Runtime {
 
   Runtime& inner_;
   int max_ops_ = 2000;
+  // Chained replays were one program each already; a training step of them
+  // (forward, backward, optimizer) is bounded separately (TPU_REPLAY_CHAIN_MAX_OPS).
+  int max_chain_ops_ = 20000;
   size_t prune_at_ = 1024;
   std::vector<std::vector<std::weak_ptr<DeviceBuffer>>> in_flight_;  // by device
   std::unordered_map<int, std::shared_ptr<Trace>> pending_;
@@ -898,6 +1003,28 @@ BufferRef resolve_buffer(const BufferRef& buf) {
 std::vector<BufferRef> execute_now(const Executable& exe, const std::vector<BufferRef>& args) {
   return g_modes->execute_now(exe, args);
 }
+
+std::vector<BufferRef> defer_replay(const std::shared_ptr<const CapturedOps>& ops,
+                                    const std::vector<BufferRef>& params, int device) {
+  RuntimeLock lock;
+  return g_modes->defer_replay(ops, params, device);
+}
+
+namespace {
+std::atomic<int> g_chain{-1};  // -1: not read from the environment yet
+}
+
+bool replay_chaining() {
+  int c = g_chain.load(std::memory_order_relaxed);
+  if (c < 0) {
+    const char* v = std::getenv("TORCH_TPU_REPLAY_CHAIN");
+    c = (v == nullptr || *v == '\0' || std::strcmp(v, "0") != 0) ? 1 : 0;
+    g_chain.store(c);
+  }
+  return c == 1;
+}
+
+void set_replay_chaining(bool on) { g_chain.store(on ? 1 : 0); }
 
 BufferRef recycled_or_new(const hlo::TensorType& type, int device) {
   RuntimeLock lock;

@@ -36,6 +36,7 @@ struct FusionStats {
   int64_t pending_ops = 0;     // ops deferred now, all devices
   int64_t donated = 0;         // parameter buffers fused programs and replays wrote results into (donation.h)
   int64_t donation_copies = 0; // buffers a replay copied because something else still held them
+  int64_t chained_replays = 0; // replays appended to a pending trace instead of run (defer_replay)
 };
 FusionStats fusion_stats();
 // Counts donations of a replay (exec/graph_replay.cpp).
@@ -53,6 +54,10 @@ void invalidate_buffer_for_test(const BufferRef& buf);
 // A capture watches one compiled graph call run in Fused Eager. If all of
 // its ops became exactly one trace, capture_end() hands back what a replay
 // needs to run that trace again without dispatching its ops.
+// A captured trace's ops and wiring (fusing_runtime.cpp): what a chained
+// replay appends to the pending trace (defer_replay).
+struct CapturedOps;
+
 struct CapturedTrace {
   std::string refused;              // why it cannot be replayed; empty when it can
   ExecutableRef exe;                // null: nothing ran (no ops, or no live result)
@@ -63,6 +68,7 @@ struct CapturedTrace {
   Aliases aliases;                  // (exe argument, exe output) pairs the exe donates (donation.h)
   std::vector<int> donors;          // params that are recycled buffers given only to hold a result
   std::string text;                 // the program without aliases, when it has some or keep_text was asked
+  std::shared_ptr<const CapturedOps> ops;  // the trace's ops, for chained replays
 };
 // Runs every pending trace (outer eager work must not join the graph), then
 // watches `device` from this thread. Lock held by the callers (GIL).
@@ -78,6 +84,22 @@ BufferRef resolve_buffer(const BufferRef& buf);
 // Runs an executable returned by capture_end now, in any mode, and tracks
 // its outputs for synchronize.
 std::vector<BufferRef> execute_now(const Executable& exe, const std::vector<BufferRef>& args);
+
+// Chained replays (docs/design.md, "One program per training step"): instead
+// of running its executable, a replay appends its captured ops to `device`'s
+// pending trace, `params` standing for the trace's parameters (the buffers,
+// lazy ones included, in CapturedTrace::params order; null for those no op
+// reads), and returns its results as lazy buffers in CapturedTrace::results
+// order. The pending trace runs when a value is needed, at synchronize or
+// mark_step, and before the same replay is appended to it a second time (the
+// next training step's forward): so a step whose forward, backward and
+// optimizer graphs are all replays runs as one program. Lock held by callers.
+std::vector<BufferRef> defer_replay(const std::shared_ptr<const CapturedOps>& ops,
+                                    const std::vector<BufferRef>& params, int device);
+// Whether replays are chained (TORCH_TPU_REPLAY_CHAIN, default on; never in
+// Debug Eager or while a capture runs: GraphReplay::run decides).
+bool replay_chaining();
+void set_replay_chaining(bool on);
 
 // The captured program `text` donating only `aliases` (compiled once per set).
 ExecutableRef compile_with_aliases(const std::string& text, const Aliases& aliases, int device);

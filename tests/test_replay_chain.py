@@ -1,0 +1,137 @@
+"""One program per training step (docs/design.md, "One program per training
+step"): when a compiled step's forward, backward and optimizer graphs are all
+replays, they are chained into one pending trace and run as one XLA program.
+Checked against the three-program path (chaining off) and CPU."""
+
+import copy
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import torch_tpu
+from torch_tpu import _C
+from utils import assert_close
+
+TOL = dict(atol=2e-5, rtol=2e-5)
+
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")
+
+
+@pytest.fixture(autouse=True)
+def replay_on(monkeypatch):
+    monkeypatch.delenv("TORCH_TPU_GRAPH_REPLAY", raising=False)
+    prev = _C._replay_chaining()
+    yield
+    _C._set_replay_chaining(prev)
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.ln, self.fc2 = nn.Linear(12, 32), nn.LayerNorm(32), nn.Linear(32, 5)
+
+    def forward(self, x, y):
+        return F.cross_entropy(self.fc2(F.gelu(self.ln(self.fc1(x)))), y)
+
+
+def train(model, data, device, chain, steps_seen=None):
+    """AdamW steps; on tpu with model+loss and optimizer.step compiled
+    (capturable: the step counters live on tpu). Returns losses and params
+    on CPU; `steps_seen` collects per-step fusion stats deltas."""
+    _C._set_replay_chaining(chain)
+    model = model.to(device)
+    tpu = device == "tpu"
+    opt = torch.optim.AdamW(model.parameters(), lr=0.02, weight_decay=0.1, capturable=tpu)
+    f = torch.compile(model, backend="tpu") if tpu else model
+    step = torch.compile(opt.step, backend="tpu") if tpu else opt.step
+    losses = []
+    for x, y in data:
+        before = _C._fusion_stats()
+        compiles = _C._compile_count()
+        opt.zero_grad(set_to_none=True)
+        loss = f(x.to(device), y.to(device))
+        loss.backward()
+        step()
+        if tpu:
+            torch.tpu.synchronize()
+        if steps_seen is not None:
+            after = _C._fusion_stats()
+            steps_seen.append({k: after[k] - before[k] for k in ("flushes", "chained_replays")}
+                              | {"xla_compiles": _C._compile_count() - compiles})
+        losses.append(loss.detach().cpu())
+    return torch.stack(losses), [p.detach().cpu() for p in model.parameters()]
+
+
+def test_one_program_step_matches_three_programs_and_cpu():
+    torch.manual_seed(0)
+    init = Net()
+    data = [(torch.randn(8, 12), torch.randint(0, 5, (8,))) for _ in range(6)]
+    ref_losses, ref_params = train(copy.deepcopy(init), data, "cpu", chain=False)
+    three_losses, three_params = train(copy.deepcopy(init), data, "tpu", chain=False)
+    torch._dynamo.reset()
+    seen = []
+    one_losses, one_params = train(copy.deepcopy(init), data, "tpu", chain=True, steps_seen=seen)
+
+    # Steps 1 and 2 run the graphs plainly and capture them; from step 3 on
+    # forward, backward and optimizer are replays chained into one trace:
+    # one program per step (compiled once, at step 3).
+    for s in seen[3:]:
+        assert s["chained_replays"] == 3, seen
+        assert s["flushes"] == 1, seen
+        assert s["xla_compiles"] == 0, seen
+    assert seen[2]["chained_replays"] == 3 and seen[2]["flushes"] == 1, seen
+
+    assert_close(one_losses, three_losses, **TOL)
+    assert_close(one_losses, ref_losses, **TOL)
+    for p, q, r in zip(one_params, three_params, ref_params):
+        assert_close(p, q, **TOL)
+        assert_close(p, r, **TOL)
+
+
+def test_step_is_flushed_by_the_next_forward_and_by_reads():
+    """Without a sync between steps, the next step's forward runs the pending
+    step first, so every step is the same trace (no growing trace, no
+    recompiles); a host read runs what is pending."""
+    _C._set_replay_chaining(True)
+    torch.manual_seed(1)
+    model = Net().to("tpu")
+    opt = torch.optim.AdamW(model.parameters(), lr=0.02, capturable=True)
+    f = torch.compile(model, backend="tpu")
+    step = torch.compile(opt.step, backend="tpu")
+    x, y = torch.randn(8, 12, device="tpu"), torch.randint(0, 5, (8,), device="tpu")
+    losses = []
+    for i in range(8):
+        if i == 5:
+            torch.tpu.synchronize()
+            before, compiles = _C._fusion_stats(), _C._compile_count()
+        opt.zero_grad(set_to_none=True)
+        loss = f(x, y)
+        loss.backward()
+        step()
+        losses.append(loss.detach())
+    assert _C._fusion_stats()["pending_ops"] > 0  # the last step is still deferred
+    values = [float(l.item()) for l in losses]
+    after = _C._fusion_stats()
+    assert after["flushes"] - before["flushes"] == 3  # steps 6, 7, 8: one program each
+    assert _C._compile_count() == compiles
+    assert values[-1] < values[0]
+
+
+def test_chained_inference_calls_read_correctly():
+    """Replays whose results feed each other (one graph's output is the next
+    call's input) are wired inside one trace; results equal CPU."""
+    _C._set_replay_chaining(True)
+    g = torch.compile(lambda a, w: torch.tanh(a @ w) + a, backend="tpu")
+    h = torch.compile(lambda a: a.sum(0), backend="tpu")
+    w = torch.randn(16, 16) * 0.1
+    a = torch.randn(4, 16)
+    tw, ta = w.to("tpu"), a.to("tpu")
+    for _ in range(4):
+        out = g(ta, tw)
+        s = h(out)
+    ref = torch.tanh(a @ w) + a
+    assert_close(out, ref, **TOL)
+    assert_close(s, ref.sum(0), **TOL)
+    assert _C._fusion_stats()["chained_replays"] > 0
