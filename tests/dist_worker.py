@@ -287,29 +287,27 @@ def peer_absent():
         time.sleep(7)  # past rank 0's timeout, then leave the job
 
 
-def peer_dies():
-    """Rank 1 dies after the first all_reduce: rank 0's next one raises."""
+def _one_rank_dies(dying, what):
+    """Rank `dying` dies after a first all_reduce: the others' next one raises."""
     dist.init_process_group("tpu_dist", timeout=datetime.timedelta(seconds=5))
     t = torch.ones(4, device="tpu")
     dist.all_reduce(t)
     check("warm-up all_reduce", torch.full((4,), float(W)), t)
-    if RANK == 1:
+    if RANK == dying:
         os._exit(0)
     time.sleep(1)
-    _expect_dist_error("dead peer")
+    _expect_dist_error(what)
+
+
+def peer_dies():
+    """Rank 1 dies after the first all_reduce: rank 0's next one raises."""
+    _one_rank_dies(1, "dead peer")
 
 
 def rank0_dies():
     """Rank 0, which started the job's coordination service, dies after the
     first all_reduce: the others' next one raises (no abort)."""
-    dist.init_process_group("tpu_dist", timeout=datetime.timedelta(seconds=5))
-    t = torch.ones(4, device="tpu")
-    dist.all_reduce(t)
-    check("warm-up all_reduce", torch.full((4,), float(W)), t)
-    if RANK == 0:
-        os._exit(0)
-    time.sleep(1)
-    _expect_dist_error("dead rank 0")
+    _one_rank_dies(0, "dead rank 0")
 
 
 def train():

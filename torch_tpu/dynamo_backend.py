@@ -12,15 +12,13 @@ shapes compiles nothing (docs/design.md, "torch.compile").
 from __future__ import annotations
 
 import functools
-import importlib.abc
-import importlib.util
 import sys
 import threading
 from typing import Any, Callable
 
 import torch
 
-from . import _C, compile_errors, compile_log
+from . import _C, _import_hooks, compile_errors, compile_log
 from .graph_replay import ReplayCache, replay_stats
 
 __all__ = ["compile_stats", "decompositions", "tpu_backend"]
@@ -211,42 +209,8 @@ _HOOKS = {_REGISTRY: _add_to_registry, _DEVICE_INTERFACE: _add_device_interface,
           _INDUCTOR_CODEGEN: _add_inductor_refusal}
 
 
-class _RegistryFinder(importlib.abc.MetaPathFinder):
-    """Finds nothing itself: wraps the loader of each module in _HOOKS so
-    that its hook runs right after the module does."""
-
-    def __init__(self):
-        self.waiting = set(_HOOKS) - set(sys.modules)
-
-    def find_spec(self, name, path, target=None):
-        if name not in self.waiting:
-            return None
-        self.waiting.discard(name)
-        if not self.waiting:
-            sys.meta_path.remove(self)
-        spec = importlib.util.find_spec(name)
-        if spec is None or spec.loader is None:
-            return spec
-        run = spec.loader.exec_module
-        hook = _HOOKS[name]
-
-        def exec_module(module):
-            run(module)
-            hook(module)
-
-        spec.loader.exec_module = exec_module
-        return spec
-
-
 def install() -> None:
-    for name, hook in _HOOKS.items():
-        if name in sys.modules:
-            hook(sys.modules[name])
-    if any(isinstance(f, _RegistryFinder) for f in sys.meta_path):
-        return
-    finder = _RegistryFinder()
-    if finder.waiting:
-        sys.meta_path.insert(0, finder)
+    _import_hooks.install(_HOOKS)
 
 
 def compile_stats() -> dict:

@@ -30,12 +30,12 @@ tpu, and everything else passes through unchanged.
 from __future__ import annotations
 
 import functools
-import importlib.abc
-import importlib.util
 import inspect
 import sys
 
 import torch
+
+from . import _import_hooks
 
 _WRAPPED = "_torch_tpu_wrapped"
 
@@ -195,39 +195,5 @@ _HOOKS = {
 }
 
 
-class _Finder(importlib.abc.MetaPathFinder):
-    """Finds nothing itself: wraps the loader of each module in _HOOKS so
-    that its hook runs right after the module's own code."""
-
-    def __init__(self):
-        self.waiting = set(_HOOKS) - set(sys.modules)
-
-    def find_spec(self, name, path, target=None):
-        if name not in self.waiting:
-            return None
-        self.waiting.discard(name)
-        if not self.waiting:
-            sys.meta_path.remove(self)
-        spec = importlib.util.find_spec(name)
-        if spec is None or spec.loader is None:
-            return spec
-        run = spec.loader.exec_module
-        hook = _HOOKS[name]
-
-        def exec_module(module):
-            run(module)
-            hook(module)
-
-        spec.loader.exec_module = exec_module
-        return spec
-
-
 def install() -> None:
-    for name, hook in _HOOKS.items():
-        if name in sys.modules:
-            hook(sys.modules[name])
-    if any(isinstance(f, _Finder) for f in sys.meta_path):
-        return
-    finder = _Finder()
-    if finder.waiting:
-        sys.meta_path.insert(0, finder)
+    _import_hooks.install(_HOOKS)
