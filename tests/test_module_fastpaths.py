@@ -95,6 +95,27 @@ def test_multihead_attention_fast_path(need_weights):
         torch.testing.assert_close(got[1].cpu(), ref[1], atol=1e-5, rtol=1e-5)
 
 
+def test_multihead_attention_fast_path_bf16():
+    """bfloat16 self-attention fast path: _masked_softmax returns the input's
+    dtype (CPU's), so the bmm after it sees matching dtypes."""
+    x = torch.randn(2, 2, 3, 3, dtype=torch.bfloat16)
+    mask = torch.tensor([[False, False, True], [False, True, True]])
+    for mask_type, m in ((1, mask), (2, mask.view(2, 1, 1, 3).expand(2, 2, 3, 3))):
+        ref = torch._masked_softmax(x, m, 3, mask_type)
+        got = torch._masked_softmax(x.to("tpu"), m.to("tpu"), 3, mask_type)
+        assert got.dtype == ref.dtype == torch.bfloat16
+        torch.testing.assert_close(got.cpu(), ref, atol=1e-2, rtol=1e-2)
+    torch.manual_seed(0)
+    cpu, tpu = _pair(nn.MultiheadAttention(8, 2, batch_first=True).to(torch.bfloat16))
+    q = torch.randn(2, 3, 8, dtype=torch.bfloat16)
+    with torch.no_grad():
+        ref = cpu(q, q, q, key_padding_mask=mask)[0]
+        qt = q.to("tpu")
+        got = tpu(qt, qt, qt, key_padding_mask=mask.to("tpu"))[0]
+    assert got.dtype == torch.bfloat16
+    torch.testing.assert_close(got.cpu(), ref, atol=2e-2, rtol=2e-2)
+
+
 _MASKS = {  # True = padded, as src_key_padding_mask
     "left_aligned": [[False] * 3 + [True] * 2, [False] * 4 + [True], [False] * 2 + [True] * 3],  # max length < 5
     "one_full_row": [[False] * 5, [False] * 3 + [True] * 2, [False] * 4 + [True]],
