@@ -191,6 +191,8 @@ def test_nested_tensor_from_mask_on_tpu():
         nt.sin()
     with pytest.raises(NotImplementedError, match="NestedTensor"):
         nt + nt
+    with pytest.raises(NotImplementedError, match="nested tensor on tpu"):  # CPU has a nested kernel, not a composite
+        torch.nn.functional.linear(nt, torch.randn(3, 4, device="tpu"))
 
 
 def test_fractional_max_pool3d_unbatched():

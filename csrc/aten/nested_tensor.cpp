@@ -40,6 +40,7 @@
 #include <ATen/ops/tensor.h>
 #include <ATen/ops/zeros.h>
 #include <c10/core/WrapDimMinimal.h>
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/library.h>
 
 #include <algorithm>
@@ -295,6 +296,18 @@ std::vector<at::Tensor> unbind(const at::Tensor& self, int64_t dim) {
   return out;
 }
 
+// Ops with a NestedTensorCPU kernel and a CompositeImplicitAutograd one:
+// with no NestedTensorPrivateUse1 kernel the dispatcher would run the
+// composite on the nested tensor, which fails deep inside with "NestedTensorImpl
+// doesn't support sizes". Every other op without a kernel here already gets
+// the dispatcher's NotImplementedError.
+void not_implemented_for_nested(const c10::OperatorHandle& op, torch::jit::Stack*) {
+  TORCH_CHECK_NOT_IMPLEMENTED(false, "Could not run '", op.schema().operator_name(),
+                              "' on a nested tensor on tpu: only TransformerEncoder's fast path and the basic "
+                              "nested-tensor API (to_padded_tensor, unbind, .to/.cpu) have tpu kernels; "
+                              "convert with to_padded_tensor() first");
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -311,6 +324,9 @@ TORCH_LIBRARY_IMPL(aten, NestedTensorPrivateUse1, m) {
   m.impl("_nested_tensor_size", &at::native::_nested_tensor_size);
   m.impl("_nested_tensor_strides", &at::native::_nested_tensor_strides);
   m.impl("_nested_tensor_storage_offsets", &at::native::_nested_tensor_storage_offsets);
+  for (const char* op : {"linear", "matmul", "matmul.out", "chunk", "narrow", "silu_backward",
+                         "value_selecting_reduction_backward"})
+    m.impl(op, torch::CppFunction::makeFromBoxedFunction<&not_implemented_for_nested>());
 }
 
 }  // namespace torch_tpu::aten::nested

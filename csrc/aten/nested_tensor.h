@@ -17,8 +17,8 @@ at::Tensor from_padded(const at::Tensor& padded, const at::Tensor& nested_sizes)
 // `padding` everywhere else: to_padded_tensor.
 at::Tensor to_padded(const at::Tensor& nt, double padding, at::OptionalIntArrayRef output_size);
 
-// nt's impl after checking that our kernels can read it: a tpu nested tensor
-// with a contiguous buffer. `op` names the caller in the error.
+// Checks that our kernels can read nt: a nested tensor with a contiguous
+// buffer (NotImplementedError naming `op` otherwise).
 void check_readable(const at::Tensor& nt, const char* op);
 
 }  // namespace torch_tpu::aten::nested

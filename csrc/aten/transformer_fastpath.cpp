@@ -54,7 +54,8 @@ at::Tensor transformer_encoder_layer_forward_nested(
   // Key-padding mask (True = padded) from the host-side lengths.
   at::Tensor key_padding = at::empty({n, len}, at::TensorOptions().dtype(at::kBool));
   bool* m = key_padding.data_ptr<bool>();
-  const int64_t* s = sizes.contiguous().const_data_ptr<int64_t>();
+  const at::Tensor lengths = sizes.contiguous();
+  const int64_t* s = lengths.const_data_ptr<int64_t>();
   for (int64_t i = 0; i < n; ++i)
     for (int64_t j = 0; j < len; ++j) m[i * len + j] = j >= s[2 * i];
   at::Tensor out = at::native::transformer_encoder_layer_forward(
