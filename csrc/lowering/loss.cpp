@@ -695,7 +695,9 @@ TPU_LOWERING(_masked_softmax) {
   Value x = hlo::convert(in, ce);
   int64_t dim = c10::maybe_wrap_dim(ctx.opt_int("dim").value_or(-1), x.rank());
   Value mask = expand_mask(ctx, ctx.tensor("mask"), x.dims());
-  return {masked_softmax_impl(x, mask, dim)};
+  // Computed in f32, returned in the input's dtype as CPU does (the op has
+  // no meta kernel: the result's element type is the output's dtype).
+  return {hlo::convert(masked_softmax_impl(x, mask, dim), in.element())};
 }
 
 TPU_LOWERING(_masked_softmax_backward) {
@@ -712,7 +714,7 @@ TPU_LOWERING(_masked_softmax_backward) {
     if (i != dim) keep.push_back(i);
   Value s = hlo::broadcast_in_dim(hlo::reduce(hlo::mul(g, y), {dim}, hlo::ReduceKind::kSum), g.dims(), keep);
   Value gi = hlo::mul(y, hlo::sub(g, s));
-  return {hlo::select(mask, zero, gi)};
+  return {hlo::convert(hlo::select(mask, zero, gi), g0.element())};
 }
 
 }  // namespace torch_tpu::lowering
