@@ -190,4 +190,20 @@ std::string send_program(ElementType e, int64_t n) {
   return module(2, "%arg0: " + t, t, body);
 }
 
+namespace {
+
+// The position of @main's parameter list's end (before ") -> (").
+size_t params_end(const std::string& program) {
+  size_t end = program.find(") -> (", program.find("func.func public @main("));
+  TORCH_CHECK(end != std::string::npos, "tpu_dist: internal error: collective program without @main");
+  return end;
+}
+
+}  // namespace
+
+std::string with_result_donor(const std::string& program, ElementType e, int64_t out_n) {
+  std::string s = program;
+  return s.insert(params_end(s), ", %donor: " + tensor(e, out_n) + " {tf.aliasing_output = 0 : i32}");
+}
+
 }  // namespace torch_tpu::distributed

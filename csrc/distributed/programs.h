@@ -34,4 +34,11 @@ std::string all_to_all_program(hlo::ElementType e, int64_t c, int world);
 // (n) -> (n) over 2 replicas: replica 0's elements arrive on replica 1.
 std::string send_program(hlo::ElementType e, int64_t n);
 
+// Where a program's result is written (docs/design.md, "Distributed: where
+// the time goes"). XLA:CPU otherwise writes it into fresh memory (a page
+// fault per 4 KiB on first touch) after copying the input there.
+// `program` with a last parameter %donor of the result's type, unused but
+// for holding the result (an output tensor's old buffer, or a recycled one).
+std::string with_result_donor(const std::string& program, hlo::ElementType e, int64_t out_n);
+
 }  // namespace torch_tpu::distributed
