@@ -56,7 +56,7 @@ def reduce_all(op, dtype, shape=(3, 5), seed=0):
     raise AssertionError(op)
 
 
-def collectives():
+def collectives(destroy=True):
     dist.init_process_group("cpu:gloo,tpu:tpu_dist", timeout=datetime.timedelta(seconds=60))
     assert dist.get_rank() == RANK and dist.get_world_size() == W
     R = dist.ReduceOp
@@ -255,7 +255,8 @@ def collectives():
     except RuntimeError as e:
         if "each process owns one device, tpu:0" not in str(e):
             FAILS.append(f"tpu:{W}: unclear error: {e}")
-    dist.destroy_process_group()
+    if destroy:
+        dist.destroy_process_group()
 
 
 def _expect_dist_error(what):
@@ -436,6 +437,114 @@ def train():
     compare("dcp TP -> FSDP", other, ref, full)
     if rank == 0:
         torch.save(ref.state_dict(), os.path.join(path, "reference.pt"))
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def _mlp(seed, width=16):
+    import torch.nn as nn
+
+    torch.manual_seed(seed)
+    return nn.Sequential(nn.Linear(8, width), nn.ReLU(), nn.Linear(width, 8))
+
+
+def _compare_full(what, net, ref):
+    """Every parameter of net (DTensors gathered whole) equals ref's to 1e-5."""
+    from torch.distributed.tensor import DTensor
+
+    for (name, p), (_, q) in zip(net.named_parameters(), ref.named_parameters()):
+        got = (p.full_tensor() if isinstance(p, DTensor) else p).detach().cpu()
+        if got.shape != q.shape or not torch.allclose(got, q.detach(), atol=1e-5, rtol=0):
+            FAILS.append(f"{what} {name}: {tuple(got.shape)} vs {tuple(q.shape)}, max diff "
+                         f"{(got - q.detach()).abs().max().item() if got.shape == q.shape else 'n/a'}")
+
+
+def collectives_mesh():
+    """The 4-rank job: every collective (as `collectives`), then a 2-D mesh
+    (data parallel x tensor parallel) trained a few steps against one process
+    on CPU, whose sharded state is saved with torch.distributed.checkpoint to
+    sys.argv[2] for a 2-rank job to load (dcp_reshard_load)."""
+    collectives(destroy=False)  # the same group goes on (a new TCP store on the same port would race)
+    mesh_2d(sys.argv[2])
+
+
+def mesh_2d(path):
+    """FSDP2 over "dp" of a model tensor-parallel over "tp" (Colwise then
+    Rowwise), on init_device_mesh("tpu", (2, 2)): 3 SGD steps on each dp
+    rank's half of the global batch (the tp ranks of a dp rank see the same
+    half) match one process on CPU training on the whole batch, to 1e-5.
+    The trained, 2-D sharded state dict is then saved by DCP (4 ranks)."""
+    import torch.distributed.checkpoint as dcp
+    import torch.nn as nn
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+    from torch.distributed.tensor import DTensor, Shard
+    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+
+    if not dist.is_initialized():
+        dist.init_process_group(timeout=datetime.timedelta(seconds=120))
+    mesh = init_device_mesh("tpu", (2, 2), mesh_dim_names=("dp", "tp"))
+    # the reference's helper lays the same 2x2 grid out on the topology (XLA:CPU: ranks in order)
+    topo = torch.tpu.topology_aware_mesh((2, 2), mesh_dim_names=("dp", "tp"))
+    if topo.mesh.tolist() != mesh.mesh.tolist() or topo.mesh_dim_names != ("dp", "tp"):
+        FAILS.append(f"topology_aware_mesh((2, 2)): {topo} vs init_device_mesh's {mesh}")
+    dp, tp = mesh["dp"], mesh["tp"]
+    dp_rank = dp.get_local_rank()
+
+    ref = _mlp(11)
+    net = parallelize_module(_mlp(11).to("tpu"), tp, {"0": ColwiseParallel(), "2": RowwiseParallel()})
+    for layer in (net[0], net[2]):
+        fully_shard(layer, mesh=dp)
+    fully_shard(net, mesh=dp)
+    w = net[0].weight
+    if not (isinstance(w, DTensor) and w.device_mesh.ndim == 2 and w.device_mesh.device_type == "tpu"
+            and isinstance(w.placements[1], Shard)):
+        FAILS.append(f"2-D weight: {type(w).__name__} {getattr(w, 'placements', None)}")
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    ref_opt = torch.optim.SGD(ref.parameters(), lr=0.1)
+    g = torch.Generator().manual_seed(3)
+    per_rank = 4
+    for _ in range(3):
+        x = torch.randn(2 * per_rank, 8, generator=g)
+        y = torch.randn(2 * per_rank, 8, generator=g)
+        mine = slice(dp_rank * per_rank, (dp_rank + 1) * per_rank)
+        opt.zero_grad()
+        nn.functional.mse_loss(net(x[mine].to("tpu")), y[mine].to("tpu")).backward()
+        opt.step()
+        ref_opt.zero_grad()
+        nn.functional.mse_loss(ref(x), y).backward()
+        ref_opt.step()
+    _compare_full("2-D mesh (dp x tp)", net, ref)
+
+    dcp.save({"model": net.state_dict()}, checkpoint_id=path)
+    if RANK == 0:
+        torch.save(ref.state_dict(), os.path.join(path, "reference.pt"))
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def dcp_reshard_load():
+    """A 2-rank job loading the checkpoint 4 ranks saved (sys.argv[2],
+    sharded over a 2x2 mesh: FSDP2 x TP) into an FSDP2-sharded model on 2
+    ranks, initialised otherwise on each rank: it equals the unsharded
+    original (resharding from 4 shards of a 2-D layout to 2 of a 1-D one)."""
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+
+    path = sys.argv[2]
+    dist.init_process_group(timeout=datetime.timedelta(seconds=120))
+    mesh = init_device_mesh("tpu", (W,))
+    ref = _mlp(0)
+    ref.load_state_dict(torch.load(os.path.join(path, "reference.pt")))
+    net = _mlp(5 + RANK).to("tpu")  # other values on every rank: the load must set them all
+    for layer in (net[0], net[2]):
+        fully_shard(layer, mesh=mesh)
+    fully_shard(net, mesh=mesh)
+    state = {"model": net.state_dict()}
+    dcp.load(state, checkpoint_id=path)
+    net.load_state_dict(state["model"])
+    _compare_full("4 -> 2 ranks, FSDP2", net, ref)
     dist.barrier()
     dist.destroy_process_group()
 
