@@ -98,12 +98,16 @@ def ddp_step_time(args, W, rank):
 
     x = torch.randn(32, args.ddp_width, device="tpu")
 
-    def run(net):
+    def run(net, sync=True):
         opt = torch.optim.SGD(net.parameters(), lr=0.01)
 
         def step():
             opt.zero_grad()
-            net(x).square().mean().backward()
+            if sync:
+                net(x).square().mean().backward()
+            else:
+                with net.no_sync():  # DDP without its gradient all-reduce
+                    net(x).square().mean().backward()
             opt.step()
             torch.tpu.synchronize()
 
@@ -119,11 +123,23 @@ def ddp_step_time(args, W, rank):
     alone = run(model()) if rank == 0 else None  # the other ranks wait at the barrier
     dist.barrier()
     ddp = run(DDP(model()))
+    # where the W-process step's time goes: the same step without the
+    # gradient all-reduce (W processes sharing the machine), and the
+    # all-reduce of the gradients' bytes alone (DDP's one bucket here)
+    unsynced = run(DDP(model()), sync=False)
+    n = sum(p.numel() for p in model().parameters())
+    grads = torch.ones(n, device="tpu")
+
+    def reduce_grads():
+        dist.all_reduce(grads)
+        torch.tpu.synchronize()
+
+    reduce = timed(reduce_grads, args.ddp_steps)
     if rank == 0:
-        n = sum(p.numel() for p in model().parameters())
         print(f"DDP step, MLP of {n * 4 / 2**20:.1f} MiB of parameters, batch 32 per rank: 1 process "
               f"{alone * 1e3:.1f} ms, {W} processes {ddp * 1e3:.1f} ms ({ddp / alone:.2f}x the time for "
-              f"{W}x the samples)", flush=True)
+              f"{W}x the samples); {W} processes without the gradient all-reduce (no_sync) {unsynced * 1e3:.1f} ms; "
+              f"one all_reduce of the {n * 4 / 2**20:.1f} MiB of gradients {reduce * 1e3:.1f} ms", flush=True)
 
 
 if __name__ == "__main__":

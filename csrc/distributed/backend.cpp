@@ -627,6 +627,15 @@ class TpuDistBackend final : public c10d::Backend {
       auto all = run(what, all_reduce_program(e, n * getSize(), r, false, getSize()), elements(x), e, n * getSize());
       at::Tensor mine = wrap(all, {n * getSize()}, x.scalar_type(), x.device().index()).narrow(0, n * getRank(), n);
       out = elements(mine);
+    } else if (reduce_scatter_by_all_reduce()) {
+      // the whole input all-reduced into a recycled buffer, then this rank's block
+      int64_t all = n * getSize();
+      auto full = run(what, all_reduce_program(e, all, r, false, getSize()), elements(x), e, all,
+                      recycled(e, all, x.device().index()));
+      Into into = x.scalar_type() == output.scalar_type() ? donor_from(output, e, n)
+                                                          : recycled(e, n, x.device().index());
+      out = run_on(what, block_program(e, n, n * getRank(), avg, getSize()), {device_ids_[getRank()]}, std::move(full),
+                   e, n, std::move(into));
     } else {
       BufferRef arg = elements(x);  // first: the output may be a view of the input
       Into into = x.scalar_type() == output.scalar_type() ? donor_from(output, e, n)
@@ -636,6 +645,22 @@ class TpuDistBackend final : public c10d::Backend {
     pending.push_back(out);
     at::Tensor carried_out = x.scalar_type() == output.scalar_type() ? output : output.to(x.scalar_type());
     write_back(output, carried_out, out);
+  }
+
+  // XLA:CPU's gloo reduce-scatter allocates and zeroes a scratch buffer of
+  // the whole input on every call and copies through it (perf: page faults
+  // and memset inside GlooCommunicator::ReduceScatter); its all-reduce into
+  // a recycled buffer, then the rank's block, ran 2-5x faster at >= 1 MiB
+  // (docs/design.md) although it moves twice the bytes. Elsewhere (TPU,
+  // GPU) reduce-scatter is the interconnect's own. TORCH_TPU_DIST_RS=native
+  // keeps XLA's reduce-scatter on XLA:CPU too.
+  static bool reduce_scatter_by_all_reduce() {
+    static const bool on = [] {
+      const char* v = std::getenv("TORCH_TPU_DIST_RS");
+      if (v && std::string(v) == "native") return false;
+      return runtime::get().platform().platform == "cpu";
+    }();
+    return on;
   }
 
   // All-to-all of a flat input whose block for rank j has in_counts[j]

@@ -154,6 +154,14 @@ std::string reduce_scatter_program(ElementType e, int64_t n, Reduce r, bool avg,
   return module(world, "%arg0: " + in, out, returning(body, e, n, avg, world));
 }
 
+std::string block_program(ElementType e, int64_t n, int64_t offset, bool avg, int world) {
+  std::string in = tensor(e, n * world), out = tensor(e, n);
+  std::string body = "    %r = \"stablehlo.slice\"(%arg0) {start_indices = array<i64: " + std::to_string(offset) +
+                     ">, limit_indices = array<i64: " + std::to_string(offset + n) + ">, strides = array<i64: 1>} : (" +
+                     in + ") -> " + out + "\n";
+  return module(1, "%arg0: " + in, out, returning(body, e, n, avg, world));
+}
+
 std::string broadcast_program(ElementType e, int64_t n, int root, int world) {
   std::string body;
   ElementType b = root_bits(e, n, root, body);

@@ -27,6 +27,9 @@ std::string reduce_scatter_program(hlo::ElementType e, int64_t n, Reduce r, bool
 // collective_broadcast). Bitwise reductions gather and combine locally
 // (XLA:CPU's collectives reduce with add, multiply, min, max only).
 std::string broadcast_program(hlo::ElementType e, int64_t n, int root, int world);
+// (W*n) -> (n) on one device: elements [offset, offset + n), divided by W
+// for `avg` (a rank's block of an all-reduce, programs.cpp says why).
+std::string block_program(hlo::ElementType e, int64_t n, int64_t offset, bool avg, int world);
 // (W*n) -> (n): block i of root's input on rank i, bit for bit.
 std::string scatter_program(hlo::ElementType e, int64_t n, int root, int world);
 // (W*c) -> (W*c): block j goes to rank j, arriving as block i from rank i.
