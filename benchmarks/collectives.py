@@ -10,6 +10,14 @@ Then the step time of DDP (an MLP of --ddp-width, SGD) with W processes
 against one process training alone on the same per-rank batch.
 TORCH_TPU_DIST_CHECK=0 measures tpu_dist without its program check (the
 small all-gather before each collective that catches mismatched ranks).
+The DDP line also gives the W-process step without the gradient all-reduce
+(`no_sync`) and one all-reduce of the gradients' bytes alone.
+
+Profiling one collective end to end (docs/design.md, "Where a collective's
+time goes"): run a loop of it on 2 ranks and attach
+`perf record -g -p <rank 0's pid> -- sleep 4` once it is warm; XLA:CPU's
+`GlooCommunicator`, gloo's TCP transport, the kernel's page faults and
+Python all show with their callers (`perf report --no-children`).
 """
 
 import argparse
