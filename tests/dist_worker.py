@@ -177,6 +177,49 @@ def collectives(destroy=True):
         for i in range(W):
             check(f"all_to_all[{i}] {dtype}", data(i * W + RANK, dtype, (RANK + 1, 2), seed=5), outs[i])
 
+    # >= 64 KiB: results go into donated buffers (the output's old one, or a
+    # recycled one); repeated so that recycled buffers come back, and a
+    # copy of an earlier result taken before the next call must keep it
+    # (a buffer something else holds is never given away)
+    n = 1 << 15
+    donated = torch_tpu.fusion_stats()["donated"]
+    for k in range(3):
+        x = data(RANK, torch.int32, (n,), seed=20 + k).float()  # integers: every summation order is exact
+        t = x.to("tpu")
+        dist.all_reduce(t)
+        c = x.clone()
+        dist.all_reduce(c)
+        check(f"large all_reduce {k}", c, t)
+        t = x.to("tpu")
+        dist.all_reduce(t, op=R.AVG)
+        check(f"large all_reduce AVG {k}", c / W, t)  # W is 2 or 4: exact
+        if k == 0:
+            out = torch.empty(W * n, device="tpu")
+            rs = torch.empty(n, device="tpu")
+        dist.all_gather_into_tensor(out, x.to("tpu"))
+        kept = out.clone()
+        cout = torch.empty(W * n)
+        dist.all_gather_into_tensor(cout, x)
+        check(f"large all_gather_into_tensor {k}", cout, out)
+        if k:
+            check(f"large all_gather_into_tensor {k}: the copy of call {k - 1}", prev_cout, prev_kept)
+        prev_kept, prev_cout = kept, cout
+        big = data(RANK, torch.int32, (W * n,), seed=30 + k).float()
+        dist.reduce_scatter_tensor(rs, big.to("tpu"))
+        crs = torch.empty(n)
+        dist.reduce_scatter_tensor(crs, big)
+        check(f"large reduce_scatter_tensor {k}", crs, rs)
+        lst = [torch.empty(n, device="tpu") for _ in range(W)]
+        dist.all_gather(lst, x.to("tpu"))
+        check(f"large all_gather list {k}", cout, torch.cat([v.cpu() for v in lst]))
+        b = x.to("tpu")
+        dist.broadcast(b, src=W - 1)
+        check(f"large broadcast {k}", data(W - 1, torch.int32, (n,), seed=20 + k).float(), b)
+    check("large all_gather_into_tensor: the last copy", prev_cout, prev_kept)
+    # 3 rounds of 6 calls; the first of each shape finds nothing to recycle
+    if torch_tpu.fusion_stats()["donated"] - donated < 10:
+        FAILS.append(f"large collectives donated {torch_tpu.fusion_stats()['donated'] - donated} result buffers")
+
     # send / recv around a ring of even/odd pairs (rank 2k <-> 2k+1)
     peer = RANK ^ 1
     if peer < W:

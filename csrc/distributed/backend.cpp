@@ -789,6 +789,7 @@ class TpuDistBackend final : public c10d::Backend {
         return execute(what, program(text, devices, e, out_n, what), std::move(args));
       case Into::kDonor:
         args.push_back(std::move(into.donor));
+        runtime::note_donations(1, 0);  // counted with the fused programs' (torch_tpu.fusion_stats)
         return execute(what, program(with_result_donor(text, e, out_n), devices, e, out_n, what), std::move(args));
     }
     return nullptr;
