@@ -10,6 +10,14 @@ Then the step time of DDP (an MLP of --ddp-width, SGD) with W processes
 against one process training alone on the same per-rank batch.
 TORCH_TPU_DIST_CHECK=0 measures tpu_dist without its program check (the
 small all-gather before each collective that catches mismatched ranks).
+The DDP line also gives the W-process step without the gradient all-reduce
+(`no_sync`) and one all-reduce of the gradients' bytes alone.
+
+Profiling one collective end to end (docs/design.md, "Where a collective's
+time goes"): run a loop of it on 2 ranks and attach
+`perf record -g -p <rank 0's pid> -- sleep 4` once it is warm; XLA:CPU's
+`GlooCommunicator`, gloo's TCP transport, the kernel's page faults and
+Python all show with their callers (`perf report --no-children`).
 """
 
 import argparse
@@ -98,12 +106,16 @@ def ddp_step_time(args, W, rank):
 
     x = torch.randn(32, args.ddp_width, device="tpu")
 
-    def run(net):
+    def run(net, sync=True):
         opt = torch.optim.SGD(net.parameters(), lr=0.01)
 
         def step():
             opt.zero_grad()
-            net(x).square().mean().backward()
+            if sync:
+                net(x).square().mean().backward()
+            else:
+                with net.no_sync():  # DDP without its gradient all-reduce
+                    net(x).square().mean().backward()
             opt.step()
             torch.tpu.synchronize()
 
@@ -119,11 +131,23 @@ def ddp_step_time(args, W, rank):
     alone = run(model()) if rank == 0 else None  # the other ranks wait at the barrier
     dist.barrier()
     ddp = run(DDP(model()))
+    # where the W-process step's time goes: the same step without the
+    # gradient all-reduce (W processes sharing the machine), and the
+    # all-reduce of the gradients' bytes alone (DDP's one bucket here)
+    unsynced = run(DDP(model()), sync=False)
+    n = sum(p.numel() for p in model().parameters())
+    grads = torch.ones(n, device="tpu")
+
+    def reduce_grads():
+        dist.all_reduce(grads)
+        torch.tpu.synchronize()
+
+    reduce = timed(reduce_grads, args.ddp_steps)
     if rank == 0:
-        n = sum(p.numel() for p in model().parameters())
         print(f"DDP step, MLP of {n * 4 / 2**20:.1f} MiB of parameters, batch 32 per rank: 1 process "
               f"{alone * 1e3:.1f} ms, {W} processes {ddp * 1e3:.1f} ms ({ddp / alone:.2f}x the time for "
-              f"{W}x the samples)", flush=True)
+              f"{W}x the samples); {W} processes without the gradient all-reduce (no_sync) {unsynced * 1e3:.1f} ms; "
+              f"one all_reduce of the {n * 4 / 2**20:.1f} MiB of gradients {reduce * 1e3:.1f} ms", flush=True)
 
 
 if __name__ == "__main__":

@@ -56,7 +56,7 @@ def reduce_all(op, dtype, shape=(3, 5), seed=0):
     raise AssertionError(op)
 
 
-def collectives():
+def collectives(destroy=True):
     dist.init_process_group("cpu:gloo,tpu:tpu_dist", timeout=datetime.timedelta(seconds=60))
     assert dist.get_rank() == RANK and dist.get_world_size() == W
     R = dist.ReduceOp
@@ -177,6 +177,49 @@ def collectives():
         for i in range(W):
             check(f"all_to_all[{i}] {dtype}", data(i * W + RANK, dtype, (RANK + 1, 2), seed=5), outs[i])
 
+    # >= 64 KiB: results go into donated buffers (the output's old one, or a
+    # recycled one); repeated so that recycled buffers come back, and a
+    # copy of an earlier result taken before the next call must keep it
+    # (a buffer something else holds is never given away)
+    n = 1 << 15
+    donated = torch_tpu.fusion_stats()["donated"]
+    for k in range(3):
+        x = data(RANK, torch.int32, (n,), seed=20 + k).float()  # integers: every summation order is exact
+        t = x.to("tpu")
+        dist.all_reduce(t)
+        c = x.clone()
+        dist.all_reduce(c)
+        check(f"large all_reduce {k}", c, t)
+        t = x.to("tpu")
+        dist.all_reduce(t, op=R.AVG)
+        check(f"large all_reduce AVG {k}", c / W, t)  # W is 2 or 4: exact
+        if k == 0:
+            out = torch.empty(W * n, device="tpu")
+            rs = torch.empty(n, device="tpu")
+        dist.all_gather_into_tensor(out, x.to("tpu"))
+        kept = out.clone()
+        cout = torch.empty(W * n)
+        dist.all_gather_into_tensor(cout, x)
+        check(f"large all_gather_into_tensor {k}", cout, out)
+        if k:
+            check(f"large all_gather_into_tensor {k}: the copy of call {k - 1}", prev_cout, prev_kept)
+        prev_kept, prev_cout = kept, cout
+        big = data(RANK, torch.int32, (W * n,), seed=30 + k).float()
+        dist.reduce_scatter_tensor(rs, big.to("tpu"))
+        crs = torch.empty(n)
+        dist.reduce_scatter_tensor(crs, big)
+        check(f"large reduce_scatter_tensor {k}", crs, rs)
+        lst = [torch.empty(n, device="tpu") for _ in range(W)]
+        dist.all_gather(lst, x.to("tpu"))
+        check(f"large all_gather list {k}", cout, torch.cat([v.cpu() for v in lst]))
+        b = x.to("tpu")
+        dist.broadcast(b, src=W - 1)
+        check(f"large broadcast {k}", data(W - 1, torch.int32, (n,), seed=20 + k).float(), b)
+    check("large all_gather_into_tensor: the last copy", prev_cout, prev_kept)
+    # 3 rounds of 6 calls; the first of each shape finds nothing to recycle
+    if torch_tpu.fusion_stats()["donated"] - donated < 10:
+        FAILS.append(f"large collectives donated {torch_tpu.fusion_stats()['donated'] - donated} result buffers")
+
     # send / recv around a ring of even/odd pairs (rank 2k <-> 2k+1)
     peer = RANK ^ 1
     if peer < W:
@@ -255,7 +298,8 @@ def collectives():
     except RuntimeError as e:
         if "each process owns one device, tpu:0" not in str(e):
             FAILS.append(f"tpu:{W}: unclear error: {e}")
-    dist.destroy_process_group()
+    if destroy:
+        dist.destroy_process_group()
 
 
 def _expect_dist_error(what):
@@ -436,6 +480,114 @@ def train():
     compare("dcp TP -> FSDP", other, ref, full)
     if rank == 0:
         torch.save(ref.state_dict(), os.path.join(path, "reference.pt"))
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def _mlp(seed, width=16):
+    import torch.nn as nn
+
+    torch.manual_seed(seed)
+    return nn.Sequential(nn.Linear(8, width), nn.ReLU(), nn.Linear(width, 8))
+
+
+def _compare_full(what, net, ref):
+    """Every parameter of net (DTensors gathered whole) equals ref's to 1e-5."""
+    from torch.distributed.tensor import DTensor
+
+    for (name, p), (_, q) in zip(net.named_parameters(), ref.named_parameters()):
+        got = (p.full_tensor() if isinstance(p, DTensor) else p).detach().cpu()
+        if got.shape != q.shape or not torch.allclose(got, q.detach(), atol=1e-5, rtol=0):
+            FAILS.append(f"{what} {name}: {tuple(got.shape)} vs {tuple(q.shape)}, max diff "
+                         f"{(got - q.detach()).abs().max().item() if got.shape == q.shape else 'n/a'}")
+
+
+def collectives_mesh():
+    """The 4-rank job: every collective (as `collectives`), then a 2-D mesh
+    (data parallel x tensor parallel) trained a few steps against one process
+    on CPU, whose sharded state is saved with torch.distributed.checkpoint to
+    sys.argv[2] for a 2-rank job to load (dcp_reshard_load)."""
+    collectives(destroy=False)  # the same group goes on (a new TCP store on the same port would race)
+    mesh_2d(sys.argv[2])
+
+
+def mesh_2d(path):
+    """FSDP2 over "dp" of a model tensor-parallel over "tp" (Colwise then
+    Rowwise), on init_device_mesh("tpu", (2, 2)): 3 SGD steps on each dp
+    rank's half of the global batch (the tp ranks of a dp rank see the same
+    half) match one process on CPU training on the whole batch, to 1e-5.
+    The trained, 2-D sharded state dict is then saved by DCP (4 ranks)."""
+    import torch.distributed.checkpoint as dcp
+    import torch.nn as nn
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+    from torch.distributed.tensor import DTensor, Shard
+    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+
+    if not dist.is_initialized():
+        dist.init_process_group(timeout=datetime.timedelta(seconds=120))
+    mesh = init_device_mesh("tpu", (2, 2), mesh_dim_names=("dp", "tp"))
+    # the reference's helper lays the same 2x2 grid out on the topology (XLA:CPU: ranks in order)
+    topo = torch.tpu.topology_aware_mesh((2, 2), mesh_dim_names=("dp", "tp"))
+    if topo.mesh.tolist() != mesh.mesh.tolist() or topo.mesh_dim_names != ("dp", "tp"):
+        FAILS.append(f"topology_aware_mesh((2, 2)): {topo} vs init_device_mesh's {mesh}")
+    dp, tp = mesh["dp"], mesh["tp"]
+    dp_rank = dp.get_local_rank()
+
+    ref = _mlp(11)
+    net = parallelize_module(_mlp(11).to("tpu"), tp, {"0": ColwiseParallel(), "2": RowwiseParallel()})
+    for layer in (net[0], net[2]):
+        fully_shard(layer, mesh=dp)
+    fully_shard(net, mesh=dp)
+    w = net[0].weight
+    if not (isinstance(w, DTensor) and w.device_mesh.ndim == 2 and w.device_mesh.device_type == "tpu"
+            and isinstance(w.placements[1], Shard)):
+        FAILS.append(f"2-D weight: {type(w).__name__} {getattr(w, 'placements', None)}")
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    ref_opt = torch.optim.SGD(ref.parameters(), lr=0.1)
+    g = torch.Generator().manual_seed(3)
+    per_rank = 4
+    for _ in range(3):
+        x = torch.randn(2 * per_rank, 8, generator=g)
+        y = torch.randn(2 * per_rank, 8, generator=g)
+        mine = slice(dp_rank * per_rank, (dp_rank + 1) * per_rank)
+        opt.zero_grad()
+        nn.functional.mse_loss(net(x[mine].to("tpu")), y[mine].to("tpu")).backward()
+        opt.step()
+        ref_opt.zero_grad()
+        nn.functional.mse_loss(ref(x), y).backward()
+        ref_opt.step()
+    _compare_full("2-D mesh (dp x tp)", net, ref)
+
+    dcp.save({"model": net.state_dict()}, checkpoint_id=path)
+    if RANK == 0:
+        torch.save(ref.state_dict(), os.path.join(path, "reference.pt"))
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def dcp_reshard_load():
+    """A 2-rank job loading the checkpoint 4 ranks saved (sys.argv[2],
+    sharded over a 2x2 mesh: FSDP2 x TP) into an FSDP2-sharded model on 2
+    ranks, initialised otherwise on each rank: it equals the unsharded
+    original (resharding from 4 shards of a 2-D layout to 2 of a 1-D one)."""
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+
+    path = sys.argv[2]
+    dist.init_process_group(timeout=datetime.timedelta(seconds=120))
+    mesh = init_device_mesh("tpu", (W,))
+    ref = _mlp(0)
+    ref.load_state_dict(torch.load(os.path.join(path, "reference.pt")))
+    net = _mlp(5 + RANK).to("tpu")  # other values on every rank: the load must set them all
+    for layer in (net[0], net[2]):
+        fully_shard(layer, mesh=mesh)
+    fully_shard(net, mesh=mesh)
+    state = {"model": net.state_dict()}
+    dcp.load(state, checkpoint_id=path)
+    net.load_state_dict(state["model"])
+    _compare_full("4 -> 2 ranks, FSDP2", net, ref)
     dist.barrier()
     dist.destroy_process_group()
 

@@ -23,9 +23,16 @@ def test_collectives_match_gloo():
 
 
 @pytest.mark.mode_independent
-def test_collectives_match_gloo_4_ranks():
-    # 4 ranks: subgroups of non-adjacent ranks, uneven all-to-all over 4 peers
-    check_job(run_job([WORKER, "collectives"], nproc=4, timeout=300))
+def test_4_ranks_collectives_2d_mesh_then_dcp_reshard_to_2(tmp_path):
+    # One 4-rank job: every collective (subgroups of non-adjacent ranks,
+    # uneven all-to-all over 4 peers), then FSDP2 x tensor parallel on a
+    # (2, 2) mesh trained against one process, saved by DCP. Then a 2-rank
+    # job loads that checkpoint into FSDP2- and TP-sharded models and
+    # compares them with the unsharded original (the workers check).
+    ckpt = str(tmp_path / "ckpt")
+    check_job(run_job([WORKER, "collectives_mesh", ckpt], nproc=4, timeout=300))
+    assert os.path.exists(os.path.join(ckpt, "reference.pt"))
+    check_job(run_job([WORKER, "dcp_reshard_load", ckpt], nproc=2, timeout=120))
 
 
 @pytest.mark.mode_independent

@@ -21,6 +21,7 @@
 #include "exec/op_runner.h"
 #include "lowering/context.h"
 #include "runtime/collective_runtime.h"
+#include "runtime/donation.h"
 #include "runtime/modes.h"
 
 namespace torch_tpu::distributed {
@@ -128,6 +129,61 @@ BufferRef elements(const at::Tensor& t_in) {
   return runtime::resolve_buffer(sb.buffer);
 }
 
+// Where a collective's result is written (programs.h, with_result_donor):
+// XLA:CPU would write it into fresh memory and fault in every page of it on
+// each call, which costed more than the transfer itself (docs/design.md,
+// "Distributed: where the time goes").
+struct Into {
+  enum Kind { kFresh, kDonor } kind = kFresh;
+  BufferRef donor;  // kDonor: a buffer of the result's type, given up
+};
+
+// Below this, a fresh result costs a few page faults, not worth a program variant.
+bool worth_donating(int64_t numel, hlo::ElementType e) {
+  return numel * hlo::element_bits(e) / 8 >= runtime::kMinDonatedBytes;
+}
+
+// Whether `real` (the buffer behind dense `t`'s storage, held once by the
+// caller) is held by that storage alone, so giving it up loses nothing: a
+// deferred op, a pending trace or another storage reading it holds it too.
+bool sole_owner(const at::Tensor& t, const BufferRef& real) {
+  const BufferRef& held = device::storage_buffer(t.storage()).buffer;
+  if (!held || !real) return false;
+  if (held.get() == real.get()) return real.use_count() == 2;
+  return held.use_count() == 1 && real.use_count() == 2;  // held is the lazy buffer wrapping real
+}
+
+// A recycled buffer of the result's type for the result, when there is
+// one. Not the input's own buffer even when the result replaces it: XLA:CPU
+// does not all-reduce in place, it copies the input through a fresh
+// temporary first (measured), so the input's buffer is worth more to the
+// recycler, where the next call of the same size takes it.
+Into recycled(hlo::ElementType e, int64_t out_n, int device) {
+  Into into;
+  if (!worth_donating(out_n, e)) return into;
+  if ((into.donor = runtime::take_recycled(hlo::TensorType{e, {out_n}}, device))) into.kind = Into::kDonor;
+  return into;
+}
+
+// The memory of `dst` (whose elements the result replaces) when nobody
+// else holds it and it is already computed, else a recycled buffer.
+Into donor_from(const at::Tensor& dst, hlo::ElementType e, int64_t out_n) {
+  Into into;
+  if (!worth_donating(out_n, e)) return into;
+  hlo::TensorType type{e, {out_n}};
+  const BufferRef& held = device::storage_buffer(dst.storage()).buffer;
+  if (held && held->type() == type && held.use_count() == 1 && dense(dst) &&
+      lowering::element_type(dst.scalar_type()) == e && runtime::buffer_ready(held)) {
+    BufferRef real = runtime::resolve_buffer(held);  // a lazy buffer's real one (computed)
+    if (real && real->type() == type && sole_owner(dst, real)) {
+      into.kind = Into::kDonor;
+      into.donor = std::move(real);
+      return into;
+    }
+  }
+  return recycled(e, out_n, dst.device().index());
+}
+
 // A new tpu tensor of `sizes` whose elements are `buf`.
 at::Tensor wrap(const BufferRef& buf, at::IntArrayRef sizes, at::ScalarType dtype, int device) {
   at::Tensor t = exec::empty_tensor(sizes, dtype, static_cast<c10::DeviceIndex>(device));
@@ -224,7 +280,8 @@ class TpuDistBackend final : public c10d::Backend {
       check(t, "broadcast");
       at::Tensor x = t.scalar_type() == at::kBool ? t.to(at::kByte) : t;
       auto e = lowering::element_type(x.scalar_type());
-      auto out = run("broadcast", broadcast_program(e, x.numel(), opts.rootRank, getSize()), elements(x), e, x.numel());
+      auto out = run("broadcast", broadcast_program(e, x.numel(), opts.rootRank, getSize()), elements(x), e,
+                     x.numel(), recycled(e, x.numel(), x.device().index()));
       write_back(t, x, out);
       pending.push_back(out);
     }
@@ -513,8 +570,10 @@ class TpuDistBackend final : public c10d::Backend {
       Reduce r = reduce_kind(op, t.scalar_type(), avg, what);
       at::Tensor x = as_carried(t, r);
       auto e = lowering::element_type(x.scalar_type());
-      auto out = run(what, all_reduce_program(e, x.numel(), r, avg, getSize()), elements(x), e, x.numel());
-      if (root < 0 || getRank() == root) write_back(t, x, out);
+      bool keeps = root < 0 || getRank() == root;
+      auto out = run(what, all_reduce_program(e, x.numel(), r, avg, getSize()), elements(x), e, x.numel(),
+                     recycled(e, x.numel(), x.device().index()));
+      if (keeps) write_back(t, x, out);
       pending.push_back(out);
     }
     return work(type, what, pending, tensors);
@@ -538,7 +597,8 @@ class TpuDistBackend final : public c10d::Backend {
     at::Tensor x = in.scalar_type() == at::kBool ? in.to(at::kByte) : in;
     auto e = lowering::element_type(x.scalar_type());
     int64_t n = x.numel();
-    auto out = run(what, all_gather_program(e, n, getSize()), elements(x), e, n * getSize());
+    auto out = run(what, all_gather_program(e, n, getSize()), elements(x), e, n * getSize(),
+                   recycled(e, n * getSize(), x.device().index()));
     pending.push_back(out);
     at::Tensor flat = wrap(out, {n * getSize()}, x.scalar_type(), in.device().index());
     return in.scalar_type() == x.scalar_type() ? flat : flat.to(in.scalar_type());
@@ -547,7 +607,11 @@ class TpuDistBackend final : public c10d::Backend {
     at::Tensor x = input.scalar_type() == at::kBool ? input.to(at::kByte) : input;
     auto e = lowering::element_type(x.scalar_type());
     int64_t n = x.numel();
-    auto out = run(what, all_gather_program(e, n, getSize()), elements(x), e, n * getSize());
+    // The input first: it may be a view of the output (FSDP2 gathers in place).
+    BufferRef arg = elements(x);
+    Into into = x.scalar_type() == output.scalar_type() ? donor_from(output, e, n * getSize())
+                                                        : recycled(e, n * getSize(), x.device().index());
+    auto out = run(what, all_gather_program(e, n, getSize()), std::move(arg), e, n * getSize(), std::move(into));
     pending.push_back(out);
     write_back(output, x, out);
   }
@@ -563,12 +627,40 @@ class TpuDistBackend final : public c10d::Backend {
       auto all = run(what, all_reduce_program(e, n * getSize(), r, false, getSize()), elements(x), e, n * getSize());
       at::Tensor mine = wrap(all, {n * getSize()}, x.scalar_type(), x.device().index()).narrow(0, n * getRank(), n);
       out = elements(mine);
+    } else if (reduce_scatter_by_all_reduce()) {
+      // the whole input all-reduced into a recycled buffer, then this rank's block
+      int64_t all = n * getSize();
+      auto full = run(what, all_reduce_program(e, all, r, false, getSize()), elements(x), e, all,
+                      recycled(e, all, x.device().index()));
+      Into into = x.scalar_type() == output.scalar_type() ? donor_from(output, e, n)
+                                                          : recycled(e, n, x.device().index());
+      out = run_on(what, block_program(e, n, n * getRank(), avg, getSize()), {device_ids_[getRank()]}, std::move(full),
+                   e, n, std::move(into));
     } else {
-      out = run(what, reduce_scatter_program(e, n, r, avg, getSize()), elements(x), e, n);
+      BufferRef arg = elements(x);  // first: the output may be a view of the input
+      Into into = x.scalar_type() == output.scalar_type() ? donor_from(output, e, n)
+                                                          : recycled(e, n, x.device().index());
+      out = run(what, reduce_scatter_program(e, n, r, avg, getSize()), std::move(arg), e, n, std::move(into));
     }
     pending.push_back(out);
     at::Tensor carried_out = x.scalar_type() == output.scalar_type() ? output : output.to(x.scalar_type());
     write_back(output, carried_out, out);
+  }
+
+  // XLA:CPU's gloo reduce-scatter allocates and zeroes a scratch buffer of
+  // the whole input on every call and copies through it (perf: page faults
+  // and memset inside GlooCommunicator::ReduceScatter); its all-reduce into
+  // a recycled buffer, then the rank's block, ran 2-5x faster at >= 1 MiB
+  // (docs/design.md) although it moves twice the bytes. Elsewhere (TPU,
+  // GPU) reduce-scatter is the interconnect's own. TORCH_TPU_DIST_RS=native
+  // keeps XLA's reduce-scatter on XLA:CPU too.
+  static bool reduce_scatter_by_all_reduce() {
+    static const bool on = [] {
+      const char* v = std::getenv("TORCH_TPU_DIST_RS");
+      if (v && std::string(v) == "native") return false;
+      return runtime::get().platform().platform == "cpu";
+    }();
+    return on;
   }
 
   // All-to-all of a flat input whose block for rank j has in_counts[j]
@@ -613,9 +705,9 @@ class TpuDistBackend final : public c10d::Backend {
     return dtype == at::kBool ? got.to(at::kBool) : got;
   }
 
-  BufferRef run(const std::string& what, const std::string& text, const BufferRef& arg, hlo::ElementType e,
-                int64_t out_n) {
-    return run_on(what, text, device_ids_, arg, e, out_n);
+  BufferRef run(const std::string& what, const std::string& text, BufferRef arg, hlo::ElementType e, int64_t out_n,
+                Into into = {}) {
+    return run_on(what, text, device_ids_, std::move(arg), e, out_n, std::move(into));
   }
 
   // Compiles a program once per text and device assignment.
@@ -632,11 +724,11 @@ class TpuDistBackend final : public c10d::Backend {
     return it->second;
   }
 
-  BufferRef execute(const std::string& what, const runtime::ExecutableRef& exe, const BufferRef& arg) {
+  BufferRef execute(const std::string& what, const runtime::ExecutableRef& exe, std::vector<BufferRef> args) {
     // XLA:CPU may run the collective within the call: a peer that died or
     // never came fails it here (after --xla_cpu_collective_timeout_seconds).
     try {
-      return runtime::execute_now(*exe, {arg}).at(0);
+      return runtime::execute_now(*exe, args).at(0);
     } catch (const c10::Error& e) {
       runtime::note_job_failure();
       C10_THROW_ERROR(DistBackendError, c10::str("tpu_dist: ", describe(what), " failed: ", e.what_without_backtrace()));
@@ -664,7 +756,7 @@ class TpuDistBackend final : public c10d::Backend {
     BufferRef arg = runtime::get().to_device(mine, type, 0);
     auto exe = program(all_gather_program(hlo::ElementType::kI64, kFields, W), devices, hlo::ElementType::kI64,
                        kFields * W, "program check");
-    BufferRef got = execute(what + " (program check)", exe, arg);
+    BufferRef got = execute(what + " (program check)", exe, {arg});
     wait_ready(got, Clock::now() + timeout_, timeout_, describe(what));
     std::vector<int64_t> all(kFields * W);
     runtime::get().to_host(got, all.data(), all.size() * sizeof(int64_t));
@@ -684,13 +776,23 @@ class TpuDistBackend final : public c10d::Backend {
                              "arguments (shapes, dtypes, reduce op or root differ), so it was not run: ", ranks));
   }
 
-  // Checks that every rank runs this program, then runs it now, in every
-  // eager mode.
+  // Checks that every rank runs this program (ranks may differ in where
+  // they put the result: the check hashes the program without it), then
+  // runs it now, in every eager mode.
   BufferRef run_on(const std::string& what, const std::string& text, const std::vector<int64_t>& devices,
-                   const BufferRef& arg, hlo::ElementType e, int64_t out_n) {
+                   BufferRef arg, hlo::ElementType e, int64_t out_n, Into into = {}) {
     runtime::RuntimeLock lock;
     check_same_program(what, text, devices, e, out_n);
-    return execute(what, program(text, devices, e, out_n, what), arg);
+    std::vector<BufferRef> args{std::move(arg)};
+    switch (into.kind) {
+      case Into::kFresh:
+        return execute(what, program(text, devices, e, out_n, what), std::move(args));
+      case Into::kDonor:
+        args.push_back(std::move(into.donor));
+        runtime::note_donations(1, 0);  // counted with the fused programs' (torch_tpu.fusion_stats)
+        return execute(what, program(with_result_donor(text, e, out_n), devices, e, out_n, what), std::move(args));
+    }
+    return nullptr;
   }
 
   std::vector<int64_t> global_ranks_;

@@ -154,6 +154,14 @@ std::string reduce_scatter_program(ElementType e, int64_t n, Reduce r, bool avg,
   return module(world, "%arg0: " + in, out, returning(body, e, n, avg, world));
 }
 
+std::string block_program(ElementType e, int64_t n, int64_t offset, bool avg, int world) {
+  std::string in = tensor(e, n * world), out = tensor(e, n);
+  std::string body = "    %r = \"stablehlo.slice\"(%arg0) {start_indices = array<i64: " + std::to_string(offset) +
+                     ">, limit_indices = array<i64: " + std::to_string(offset + n) + ">, strides = array<i64: 1>} : (" +
+                     in + ") -> " + out + "\n";
+  return module(1, "%arg0: " + in, out, returning(body, e, n, avg, world));
+}
+
 std::string broadcast_program(ElementType e, int64_t n, int root, int world) {
   std::string body;
   ElementType b = root_bits(e, n, root, body);
@@ -188,6 +196,22 @@ std::string send_program(ElementType e, int64_t n) {
                      "tensor<1x2xi64>} : (" + t +
                      ") -> " + t + "\n    \"func.return\"(%r) : (" + t + ") -> ()\n";
   return module(2, "%arg0: " + t, t, body);
+}
+
+namespace {
+
+// The position of @main's parameter list's end (before ") -> (").
+size_t params_end(const std::string& program) {
+  size_t end = program.find(") -> (", program.find("func.func public @main("));
+  TORCH_CHECK(end != std::string::npos, "tpu_dist: internal error: collective program without @main");
+  return end;
+}
+
+}  // namespace
+
+std::string with_result_donor(const std::string& program, ElementType e, int64_t out_n) {
+  std::string s = program;
+  return s.insert(params_end(s), ", %donor: " + tensor(e, out_n) + " {tf.aliasing_output = 0 : i32}");
 }
 
 }  // namespace torch_tpu::distributed

@@ -27,11 +27,21 @@ std::string reduce_scatter_program(hlo::ElementType e, int64_t n, Reduce r, bool
 // collective_broadcast). Bitwise reductions gather and combine locally
 // (XLA:CPU's collectives reduce with add, multiply, min, max only).
 std::string broadcast_program(hlo::ElementType e, int64_t n, int root, int world);
+// (W*n) -> (n) on one device: elements [offset, offset + n), divided by W
+// for `avg` (a rank's block of an all-reduce, programs.cpp says why).
+std::string block_program(hlo::ElementType e, int64_t n, int64_t offset, bool avg, int world);
 // (W*n) -> (n): block i of root's input on rank i, bit for bit.
 std::string scatter_program(hlo::ElementType e, int64_t n, int root, int world);
 // (W*c) -> (W*c): block j goes to rank j, arriving as block i from rank i.
 std::string all_to_all_program(hlo::ElementType e, int64_t c, int world);
 // (n) -> (n) over 2 replicas: replica 0's elements arrive on replica 1.
 std::string send_program(hlo::ElementType e, int64_t n);
+
+// Where a program's result is written (docs/design.md, "Distributed: where
+// the time goes"). XLA:CPU otherwise writes it into fresh memory (a page
+// fault per 4 KiB on first touch) after copying the input there.
+// `program` with a last parameter %donor of the result's type, unused but
+// for holding the result (an output tensor's old buffer, or a recycled one).
+std::string with_result_donor(const std::string& program, hlo::ElementType e, int64_t out_n);
 
 }  // namespace torch_tpu::distributed
