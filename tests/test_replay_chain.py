@@ -105,7 +105,7 @@ def test_step_is_flushed_by_the_next_forward_and_by_reads():
     for i in range(8):
         if i == 5:
             torch.tpu.synchronize()
-            before, compiles = _C._fusion_stats(), _C._compile_count()
+            before = _C._fusion_stats()
         opt.zero_grad(set_to_none=True)
         loss = f(x, y)
         loss.backward()
@@ -115,7 +115,10 @@ def test_step_is_flushed_by_the_next_forward_and_by_reads():
     values = [float(l.item()) for l in losses]
     after = _C._fusion_stats()
     assert after["flushes"] - before["flushes"] == 3  # steps 6, 7, 8: one program each
-    assert _C._compile_count() == compiles
+    # No step program is compiled again. (The host reads may still compile the
+    # small program that reads a new number of deferred-check flags: it is
+    # bucketed by count, not part of any step.)
+    assert after["compiles"] == before["compiles"]
     assert values[-1] < values[0]
 
 
