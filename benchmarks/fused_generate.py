@@ -10,8 +10,11 @@ fused programs compiled (`torch_tpu.compile_stats()`), the recompile reasons
 of the fused programs (the first few) and whether the tokens equal CPU's.
 No assertions on time; exits 1 if tokens differ.
 
+Modes: strict, fused, fused0 (Fused Eager with TPU_FUSE_SPLIT=0: every
+changed trace compiles whole, as before recurring traces were split).
+
 Usage: python benchmarks/fused_generate.py [--tokens 64] [--models llama,gpt2]
-       [--caches dynamic,static] [--modes strict,fused] [--reasons 6]
+       [--caches dynamic,static] [--modes strict,fused0,fused] [--reasons 6]
 """
 
 import argparse
@@ -76,7 +79,7 @@ def main():
     ap.add_argument("--tokens", type=int, default=64)
     ap.add_argument("--models", default="llama,gpt2")
     ap.add_argument("--caches", default="dynamic,static")
-    ap.add_argument("--modes", default="strict,fused")
+    ap.add_argument("--modes", default="strict,fused0,fused")
     ap.add_argument("--reasons", type=int, default=6)
     ap.add_argument("--timeout", type=int, default=900)
     ap.add_argument("--worker", action="store_true")
@@ -88,15 +91,17 @@ def main():
     ok = True
     print(f"cold greedy generate, {a.tokens} new tokens, prompt 8 (fresh process, empty compile cache)")
     print(f"{'model':6s} {'cache':8s} {'mode':6s} {'cold s':>8s} {'warm s':>7s} {'XLA':>5s} {'fused':>6s} "
-          f"{'fused 2nd':>9s}  tokens")
+          f"{'fused 2nd':>9s} {'split':>5s}  tokens")
     for model in a.models.split(","):
         for cache in a.caches.split(","):
             strict_cold = None
             for mode in a.modes.split(","):
                 env = dict(os.environ, TORCH_TPU_CACHE_DIR=tempfile.mkdtemp(prefix="fused_generate_"))
                 env.pop("TPU_DEFER_AND_FUSE", None)
-                if mode == "fused":
+                if mode.startswith("fused"):
                     env["TPU_DEFER_AND_FUSE"] = "1"
+                if mode == "fused0":  # as before splitting (TPU_FUSE_SPLIT=0)
+                    env["TPU_FUSE_SPLIT"] = "0"
                 cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--model", model, "--cache", cache,
                        "--tokens", str(a.tokens), "--reasons", str(a.reasons)]
                 try:
@@ -118,7 +123,7 @@ def main():
                 elif strict_cold:
                     ratio = f"  ({r['cold'] / strict_cold:.2f}x Strict cold)"
                 print(f"{model:6s} {cache:8s} {mode:6s} {r['cold']:8.2f} {r['warm']:7.2f} {r['xla']:5d} "
-                      f"{r['fused']:6d} {r['fused_again']:9d}  {'= CPU' if r['same'] else 'DIFFERENT'}{ratio}",
+                      f"{r['fused']:6d} {r['fused_again']:9d} {r['split']:5d}  {'= CPU' if r['same'] else 'DIFFERENT'}{ratio}",
                       flush=True)
                 for reason in r["reasons"]:
                     print(f"    fused recompile: {reason[:200]}")
