@@ -96,7 +96,9 @@ def fusion_stats() -> dict:
     programs compiled, cache hits, traces skipped (no live result), ops
     deferred now, buffers donated / copied, and `chained_replays` (compiled
     graph replays appended to a pending trace: one program per training
-    step, docs/design.md)."""
+    step, docs/design.md) and `split_traces` (recurring traces run split
+    around the few ops whose programs changed: a decode step over growing
+    buffers, docs/design.md "Bounded dynamism")."""
     return _C._fusion_stats()
 
 

@@ -130,6 +130,7 @@ PYBIND11_MODULE(_C, m) {
     d["donated"] = s.donated;
     d["donation_copies"] = s.donation_copies;
     d["chained_replays"] = s.chained_replays;
+    d["split_traces"] = s.split_traces;
     return d;
   });
   // Recompile visibility (runtime/recompile_log.h): counters, the last

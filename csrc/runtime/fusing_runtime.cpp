@@ -222,6 +222,7 @@ class ModeRuntime final : public Runtime {
     if (const char* n = std::getenv("TPU_FUSE_MAX_OPS")) max_ops_ = std::max(1, std::atoi(n));
     if (const char* n = std::getenv("TPU_FUSE_CACHE_SIZE")) fused_.set_capacity(std::max(1, std::atoi(n)));
     if (const char* n = std::getenv("TPU_REPLAY_CHAIN_MAX_OPS")) max_chain_ops_ = std::max(1, std::atoi(n));
+    if (const char* v = std::getenv("TPU_FUSE_SPLIT")) split_enabled_ = std::string(v) != "0";
   }
 
   int device_count() override { return inner_.device_count(); }
@@ -629,12 +630,14 @@ class ModeRuntime final : public Runtime {
     }
     ++g_stats.flushes;
     g_stats.fused_ops += static_cast<int64_t>(t.ops.size());
+    if (split_if_unstable(t, key, live)) return;
     auto fail = [&](const std::string& msg) {
       for (auto& b : live) {
         b->error = msg;
         b->trace.reset();
       }
     };
+    const std::string wiring = key;  // the key without the donation pairs
     Aliases aliases = place_results(t, live, dead);
     append_aliases(key, aliases);
     // A capture keeps the first trace of its device; a second one (a flush
@@ -698,6 +701,8 @@ class ModeRuntime final : public Runtime {
             }
             if (fused_keys_.size() > 65536) fused_keys_.clear();  // a bound: only decides the wording
             fused_keys_.insert(key_hash);
+            if (wirings_.size() > 65536) wirings_.clear();  // a bound: only decides whether to split
+            wirings_.insert(std::hash<std::string>{}(wiring));
             record_compile({"fused", what, reason, count, inner_.compile_count() != before ? "compile" : "load"});
           }
           fused_.put(key, exe);  // keeps the TPU_FUSE_CACHE_SIZE most recent (lru_cache.h says why)
@@ -732,6 +737,141 @@ class ModeRuntime final : public Runtime {
     }
   }
 
+  // A trace that recurs with a few of its ops running other programs (a
+  // decode step: the ops reading a buffer that grows by one token, a KV
+  // cache's torch.cat and the attention over it) would compile a whole new
+  // fused program every time. When its op sequence was compiled before, no
+  // compiled program has its wiring, and at most half of its ops changed
+  // program since the last time the sequence ran, it runs split instead, in
+  // trace order: each changed op alone (its own program, compiled once per
+  // size as in Strict Eager) and each run of unchanged ops between them as
+  // one fused sub-trace, whose program the next step finds in the cache.
+  // Sizes stay exact (no padding), so the results are Strict Eager's.
+  bool split_if_unstable(Trace& t, const std::string& wiring,
+                         const std::vector<std::shared_ptr<LazyBuffer>>& live) {
+    if (!split_enabled_ || split_off_ || capture_ || !t.replays.empty() || t.ops.size() < 4 || live.empty()) return false;
+    if (wirings_.count(std::hash<std::string>{}(wiring))) return false;  // compiled whole before
+    std::string names;
+    std::vector<int64_t> ids;
+    for (const auto& op : t.ops) {
+      names += op.prog->what();
+      names += ';';
+      ids.push_back(op.prog->id());
+    }
+    auto it = sequences_.find(std::hash<std::string>{}(names));
+    if (it == sequences_.end() || it->second.count == 0 || it->second.ids.size() != ids.size()) return false;
+    std::vector<bool> changed(ids.size());
+    size_t n_changed = 0;
+    for (size_t k = 0; k < ids.size(); ++k)
+      if (ids[k] != it->second.ids[k]) changed[k] = true, ++n_changed;
+    if (n_changed == 0 || 2 * n_changed > ids.size()) return false;
+    it->second.ids = std::move(ids);  // the next step compares with this one
+    ++g_stats.split_traces;
+    run_split(t, changed);
+    return true;
+  }
+
+  void run_split(Trace& t, const std::vector<bool>& changed) {
+    const size_t n = t.ops.size();
+    std::vector<int> seg(n);
+    std::vector<size_t> start;  // first op of each segment
+    for (size_t k = 0; k < n; ++k) {
+      if (k == 0 || changed[k] || changed[k - 1]) start.push_back(k);
+      seg[k] = static_cast<int>(start.size()) - 1;
+    }
+    // Outputs a later segment reads are held here (a new lazy buffer where
+    // nothing outside holds one), so that their segment returns them.
+    std::vector<std::vector<std::shared_ptr<LazyBuffer>>> held(n);
+    for (size_t k = 0; k < n; ++k)
+      for (const auto& in : t.ops[k].inputs) {
+        if (in.op < 0 || seg[in.op] == seg[k]) continue;
+        auto& h = held[in.op];
+        if (h.empty()) h.resize(t.ops[in.op].outs.size());
+        if (h[in.out]) continue;
+        h[in.out] = t.ops[in.op].outs[in.out].lock();
+        if (!h[in.out]) {
+          h[in.out] = std::make_shared<LazyBuffer>(t.ops[in.op].prog->out_types()[in.out], t.device, nullptr,
+                                                    in.op, in.out);
+        }
+      }
+    // Build every sub-trace first, then drop the whole trace's references to
+    // its parameters, so that a parameter is dead (donatable) in the last
+    // segment that reads it, as in the unsplit program.
+    std::vector<std::shared_ptr<Trace>> subs;
+    for (size_t s = 0; s < start.size(); ++s) {
+      size_t end = s + 1 < start.size() ? start[s + 1] : n;
+      auto sub = std::make_shared<Trace>();
+      sub->device = t.device;
+      auto param = [&](const BufferRef& b) {
+        auto [pi, added] = sub->param_index.emplace(b.get(), static_cast<int>(sub->params.size()));
+        if (added) sub->params.push_back(b);
+        return TraceInput{pi->second, -1, -1};
+      };
+      for (size_t k = start[s]; k < end; ++k) {
+        TraceOp op;
+        op.prog = t.ops[k].prog;
+        for (const auto& in : t.ops[k].inputs) {
+          if (in.param >= 0) {
+            op.inputs.push_back(param(t.params[in.param]));
+          } else if (seg[in.op] == static_cast<int>(s)) {
+            op.inputs.push_back(TraceInput{-1, in.op - static_cast<int>(start[s]), in.out});
+          } else {
+            op.inputs.push_back(param(held[in.op][in.out]));  // a lazy buffer: resolved before the run
+          }
+        }
+        for (size_t i = 0; i < t.ops[k].outs.size(); ++i) {
+          if (!held[k].empty() && held[k][i]) {
+            held[k][i]->op = static_cast<int>(k - start[s]);  // run_trace reads live results' (op, out)
+            op.outs.push_back(held[k][i]);
+          } else {
+            auto b = t.ops[k].outs[i].lock();
+            if (b) b->op = static_cast<int>(k - start[s]);
+            op.outs.push_back(t.ops[k].outs[i]);
+          }
+        }
+        sub->ops.push_back(std::move(op));
+      }
+      subs.push_back(std::move(sub));
+    }
+    t.params.clear();
+    t.param_index.clear();
+    g_stats.flushes -= 1;  // counted per sub-trace below
+    g_stats.fused_ops -= static_cast<int64_t>(n);
+    split_off_ = true;
+    std::string error;
+    for (auto& sub : subs) {
+      if (error.empty()) {
+        for (auto& p : sub->params) {
+          auto* lazy = dynamic_cast<LazyBuffer*>(p.get());
+          if (lazy == nullptr) continue;
+          if (!lazy->error.empty() || !lazy->real) {
+            error = lazy->error.empty() ? "torch_tpu: internal error: split trace input not computed" : lazy->error;
+            break;
+          }
+          p = lazy->real;
+        }
+      }
+      if (error.empty()) {
+        try {
+          run_trace(*sub);
+        } catch (const std::exception& e) {
+          error = e.what();
+        }
+      }
+      if (!error.empty()) {  // this and every later segment: their values raise it
+        for (auto& op : sub->ops)
+          for (auto& w : op.outs)
+            if (auto b = w.lock(); b && !b->real) {
+              b->error = error;
+              b->trace.reset();
+            }
+      }
+      sub.reset();  // its parameters: dead once no later segment holds them
+    }
+    split_off_ = false;
+    TORCH_CHECK(error.empty(), error);
+  }
+
   // Why a trace needs a new fused program: compared with the previous
   // compile of the same op sequence (by name), the first op that now runs
   // another program, with the reason that program was built. Returns this
@@ -761,7 +901,19 @@ class ModeRuntime final : public Runtime {
         reason = "op " + std::to_string(first) + " of " + std::to_string(ids.size()) + " (" + p.what() +
                  ") runs another program";
         if (!p.reason().empty()) reason += " (" + p.reason() + ")";
-        if (differ > 1) reason += "; " + std::to_string(differ - 1) + " more ops differ";
+        // The next few differing ops too: a step of a decode loop usually
+        // differs in several (each view of a growing buffer), and the first
+        // alone hides which of them remain.
+        int listed = 0;
+        for (size_t k = first + 1; k < ids.size() && k < seen.ids.size() && listed < 3; ++k) {
+          if (ids[k] == seen.ids[k]) continue;
+          const auto& q = *t.ops[k].prog;
+          reason += "; op " + std::to_string(k) + " (" + q.what() + ")";
+          if (!q.reason().empty()) reason += " (" + q.reason() + ")";
+          ++listed;
+        }
+        if (differ > 1 + static_cast<size_t>(listed))
+          reason += "; " + std::to_string(differ - 1 - listed) + " more ops differ";
       }
     }
     seen.ids = std::move(ids);
@@ -913,6 +1065,9 @@ class ModeRuntime final : public Runtime {
     std::vector<int64_t> ids;  // op program ids of its last compile
   };
   std::unordered_map<size_t, SequenceHistory> sequences_;  // by hash of the op names
+  std::unordered_set<size_t> wirings_;  // hashes of trace keys (without donations) compiled whole
+  bool split_off_ = false;              // running a split trace's segments
+  bool split_enabled_ = true;           // TPU_FUSE_SPLIT=0 turns splitting off
   std::unordered_set<size_t> fused_keys_;                   // hashes of trace keys compiled before
 };
 

@@ -37,6 +37,7 @@ struct FusionStats {
   int64_t donated = 0;         // parameter buffers fused programs and replays wrote results into (donation.h)
   int64_t donation_copies = 0; // buffers a replay copied because something else still held them
   int64_t chained_replays = 0; // replays appended to a pending trace instead of run (defer_replay)
+  int64_t split_traces = 0;    // recurring traces run split around their changed ops (fusing_runtime.cpp)
 };
 FusionStats fusion_stats();
 // Counts donations of a replay (exec/graph_replay.cpp).
