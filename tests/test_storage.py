@@ -74,6 +74,39 @@ def test_write_through_transposed_view():
     assert_close(t, x * 3)
 
 
+@pytest.mark.parametrize("case", ["result_keeps_transposed_strides", "channels_last", "permuted_block_at_offset",
+                                  "size1_dims", "int64_in_place", "strided_not_dense"])
+def test_write_through_dense_permutation(case):
+    # Writes whose destination is a permutation of a dense block (lowered as
+    # transpose + contiguous write, view.cpp) and one that is not (scatter).
+    x = make((8, 6, 4, 5))
+
+    def run(d):
+        if case == "result_keeps_transposed_strides":  # elementwise output takes the input's strides
+            return x.to(d).transpose(1, 2) * 0.5
+        if case == "channels_last":
+            return x.to(d).contiguous(memory_format=torch.channels_last) + 1
+        if case == "permuted_block_at_offset":
+            t = torch.zeros(3, 8, 6, 4, 5, device=d)
+            t[1].permute(2, 0, 3, 1).copy_(x.to(d).permute(2, 0, 3, 1) - 2)
+            return t
+        if case == "size1_dims":
+            t = torch.zeros(5, 1, 7, device=d)
+            t.permute(2, 1, 0).copy_(torch.arange(35.0).view(7, 1, 5).to(d))
+            return t
+        if case == "int64_in_place":
+            t = torch.arange(120, device=d).view(4, 5, 6)
+            t.transpose(0, 2).mul_(3)
+            return t
+        t = torch.zeros(6, 10, 12, device=d)
+        t[:, ::2].transpose(0, 1).add_(x.reshape(5, 6, 32)[..., :12].to(d))
+        return t
+
+    cpu, tpu = run("cpu"), run("tpu")
+    assert tpu.stride() == cpu.stride()
+    assert torch.equal(tpu.cpu(), cpu)
+
+
 def test_memory_released_after_del():
     torch.tpu.synchronize()
     gc.collect()

@@ -37,6 +37,23 @@ Value element_indices(hl::Builder& b, const ViewLayout& v) {
   return idx;
 }
 
+// The view's dims (size-1 dims left out) by decreasing stride, when its
+// elements fill a contiguous span exactly once in some dim order (a
+// transposed or channels-last tensor, or a permuted slice of one): a
+// dense permutation of row-major order. Otherwise empty.
+std::vector<int64_t> dense_order(const ViewLayout& v) {
+  std::vector<int64_t> order;
+  for (int64_t d = 0; d < static_cast<int64_t>(v.sizes.size()); ++d)
+    if (v.sizes[d] != 1) order.push_back(d);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t c) { return v.strides[a] > v.strides[c]; });
+  int64_t expected = 1;
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    if (v.strides[*it] != expected) return {};
+    expected *= v.sizes[*it];
+  }
+  return order;
+}
+
 }  // namespace
 
 bool covers_storage(const ViewLayout& v, int64_t storage_numel) {
@@ -105,6 +122,26 @@ Value write_view(Value storage, const ViewLayout& v, Value update) {
   Value flat = hl::reshape(update, {n});
   if (is_contiguous(v)) {
     return hl::dynamic_update_slice(storage, flat, {hl::constant_int(b, ElementType::kI64, v.offset)});
+  }
+  // A dense permutation (e.g. an elementwise result that kept a transposed
+  // input's strides): the update in memory order is one transpose away,
+  // then a contiguous write. A scatter by computed index would make XLA:CPU
+  // build an i64 index per element and store them one by one (the small
+  // GPT's step spent about a tenth of its time there, issue 14).
+  std::vector<int64_t> order = dense_order(v);
+  if (!order.empty() && v.offset + n <= storage.dim(0)) {
+    Dims core_sizes;
+    std::vector<int64_t> core;  // the non-size-1 dims, in the view's order
+    for (int64_t d = 0; d < static_cast<int64_t>(v.sizes.size()); ++d)
+      if (v.sizes[d] != 1) {
+        core.push_back(d);
+        core_sizes.push_back(v.sizes[d]);
+      }
+    Dims perm;
+    for (auto d : order) perm.push_back(std::find(core.begin(), core.end(), d) - core.begin());
+    Value memory_order = hl::reshape(hl::transpose(hl::reshape(update, core_sizes), perm), {n});
+    if (v.offset == 0 && n == storage.dim(0)) return memory_order;
+    return hl::dynamic_update_slice(storage, memory_order, {hl::constant_int(b, ElementType::kI64, v.offset)});
   }
   return hl::scatter_1d(storage, element_indices(b, v), update);
 }
