@@ -165,6 +165,20 @@ def _load_tpu(cls, d, notes, **kw):
     return m.eval(), info
 
 
+class _Phases:
+    """Seconds per phase of one architecture (res["phase_s"]), to see where
+    the zoo's time goes."""
+
+    def __init__(self, res):
+        self.d = res.setdefault("phase_s", {})
+        self.t = time.time()
+
+    def __call__(self, name):
+        now = time.time()
+        self.d[name] = round(self.d.get(name, 0.0) + now - self.t, 2)
+        self.t = now
+
+
 def run_arch(arch, info, opts):
     import torch
     import torch_tpu
@@ -176,6 +190,7 @@ def run_arch(arch, info, opts):
            "status": "excluded", "a": None, "b": None, "bf16": None, "c": None,
            "reason": "", "notes": []}
     notes = res["notes"]
+    phase = _Phases(res)
     causal = "MODEL_FOR_CAUSAL_LM" in info["mappings"]
     # -- build (exclusions: these are not our failures)
     try:
@@ -190,6 +205,7 @@ def run_arch(arch, info, opts):
         res["reason"] = f"config can't be made tiny: {_short(e)}"
         return res
     res["params"] = n
+    phase("config")
     if n > MAX_PARAMS:
         res["reason"] = f"config can't be made tiny: {n / 1e6:.0f}M parameters after shrinking"
         return res
@@ -206,11 +222,13 @@ def run_arch(arch, info, opts):
                 for p in model.parameters():
                     if p.numel() > 1 and p.is_floating_point() and not p.any():
                         p.copy_(torch.randn(p.shape, generator=g) * 0.02)
+            phase("build")
             model.save_pretrained(d)
-            del model
-            torch.manual_seed(0)
-            ref, ref_info = cls.from_pretrained(d, output_loading_info=True)
-            ref.eval()
+            # The model just saved is the CPU reference: loading it back on
+            # CPU gives the same weights (missing keys are handled below by
+            # copying CPU's state_dict into the tpu model).
+            ref = model
+            phase("save")
         except Exception as e:  # noqa: BLE001
             res["reason"] = f"CPU itself fails (build/save/load): {_short(e)}"
             return res
@@ -231,18 +249,21 @@ def run_arch(arch, info, opts):
             res["reason"] = f"CPU itself fails (forward with the harness's inputs): {_short(err)}"
             return res
         res["inputs"] = sorted(inputs)
+        phase("cpu_forward")
         # -- (a) no crash
         res["status"] = "fail"
         try:
             tpu, tinfo = _load_tpu(cls, d, notes)
-            if any(tinfo.get(k) for k in ("missing_keys",)) or ref_info.get("missing_keys"):
+            if tinfo.get("missing_keys"):
                 # weights initialised at load differ by device: use CPU's
                 tpu.load_state_dict(ref.state_dict(), strict=False)
                 notes.append("missing keys at load: copied CPU's state_dict")
+            phase("tpu_load")
             with torch.no_grad():
                 got = tpu(**_to(inputs, "tpu"))
             got = [(k, v.cpu()) for k, v in _tensors(got)]
             res["a"] = True
+            phase("tpu_forward")
         except Exception as e:  # noqa: BLE001
             res["a"] = False
             res["reason"] = f"(a) forward on tpu: {_short(e)}"
@@ -264,7 +285,7 @@ def run_arch(arch, info, opts):
             if want16 is not None:
                 try:
                     tpu16, _ = _load_tpu(cls, d, [], dtype=torch.bfloat16)
-                    if ref_info.get("missing_keys"):
+                    if tinfo.get("missing_keys"):
                         tpu16.load_state_dict(ref16.state_dict(), strict=False)
                     with torch.no_grad():
                         got16 = tpu16(**_to(inputs, "tpu", torch.bfloat16))
@@ -276,12 +297,13 @@ def run_arch(arch, info, opts):
                 except Exception as e:  # noqa: BLE001
                     res["bf16"] = False
                     notes.append(f"bf16 on tpu: {_short(e)[:200]}")
+            phase("bf16")
         # -- (c) bounded dynamism, causal LMs
         if causal and opts.generate:
             if getattr(opts, "report_partial", None):
                 opts.report_partial(dict(res, c=False, status="fail",
                                          reason="(c) timeout in compiled generate"))
-            res.update(_generate(ref, tpu, inputs, cfg, notes))
+            res.update(_generate(ref, tpu, inputs, cfg, notes, phase))
         if res["a"] and res["b"] and res["c"] in (True, None):
             res["status"] = "pass"
         return res
@@ -291,7 +313,7 @@ def run_arch(arch, info, opts):
         shutil.rmtree(d, ignore_errors=True)
 
 
-def _generate(ref, tpu, inputs, cfg, notes):
+def _generate(ref, tpu, inputs, cfg, notes, phase):
     import torch
     import torch_tpu
 
@@ -307,6 +329,7 @@ def _generate(ref, tpu, inputs, cfg, notes):
     except Exception as e:  # noqa: BLE001
         notes.append(f"(c) excluded: CPU generate fails: {_short(e)[:200]}")
         return {"c": None, "c_reason": "CPU itself fails"}
+    phase("cpu_generate")
     torch._dynamo.reset()
     tpu.forward = torch.compile(tpu.forward, backend="tpu")
     s0 = torch_tpu.compile_stats()
@@ -319,6 +342,7 @@ def _generate(ref, tpu, inputs, cfg, notes):
         out["reason"] = f"(c) compiled generate on tpu: {_short(e)}"
         return out
     s1 = torch_tpu.compile_stats()
+    phase("tpu_generate")
     out["gen_seconds"] = round(time.time() - t0, 1)
     out["compiles"] = s1["fused_compiles"] - s0["fused_compiles"]
     out["graphs"] = s1["graphs"] - s0["graphs"]
@@ -333,6 +357,17 @@ def _generate(ref, tpu, inputs, cfg, notes):
     elif not out["c"]:
         out["reason"] = f"(c) {out['compiles']} fused compiles > {budget}"
     return out
+
+
+def _rss_mb():
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) // 1024
+    except OSError:
+        pass
+    return 0
 
 
 def worker_main(opts):
@@ -356,6 +391,7 @@ def worker_main(opts):
         except Exception as e:  # noqa: BLE001
             res = {"arch": arch, "status": "fail", "a": False, "reason": f"harness: {_short(e)}"}
         res["seconds"] = round(time.time() - t0, 1)
+        res["rss_mb"] = _rss_mb()
         out.write(DONE + json.dumps(res) + "\n")
         try:
             torch._dynamo.reset()
@@ -381,6 +417,7 @@ class Worker:
         self.lines = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
         self.done = 0
+        self.rss_mb = 0
 
     def _read(self):
         for line in self.proc.stdout:
@@ -413,7 +450,9 @@ class Worker:
                 partial = json.loads(line[len(PARTIAL):])
             elif line.startswith(DONE):
                 self.done += 1
-                return json.loads(line[len(DONE):])
+                res = json.loads(line[len(DONE):])
+                self.rss_mb = res.pop("rss_mb", 0)
+                return res
 
     def kill(self):
         try:
@@ -479,7 +518,12 @@ def drive(opts):
                 arch = work.get_nowait()
             except queue.Empty:
                 break
-            if w is None or w.proc.poll() is not None or w.done >= opts.recycle:
+            # A worker lives for many architectures (its import, XLA client
+            # and in-memory program cache are paid once); it is replaced
+            # after a crash, a timeout, `recycle` architectures, or when it
+            # has grown past --max-rss-mb.
+            if (w is None or w.proc.poll() is not None or w.done >= opts.recycle
+                    or w.rss_mb > opts.max_rss_mb):
                 if w is not None:
                     w.kill()
                 w = Worker(opts, log)
@@ -615,7 +659,9 @@ def main():
     p.add_argument("--limit", type=int, help="at most this many architectures (after the cache)")
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--timeout", type=int, default=600, help="seconds per architecture")
-    p.add_argument("--recycle", type=int, default=20, help="architectures per worker process")
+    p.add_argument("--recycle", type=int, default=200, help="architectures per worker process")
+    p.add_argument("--max-rss-mb", type=int, default=3000,
+                   help="replace a worker whose resident memory passed this")
     p.add_argument("--rerun", action="store_true", help="ignore cached results of the selection")
     p.add_argument("--retry", action="store_true", help="run cached failures and exclusions again")
     p.add_argument("--no-bf16", dest="bf16", action="store_false")
