@@ -280,12 +280,3 @@ def test_copy_into_slices_of_a_new_tensor_along_a_static_dim():
         warnings.simplefilter("error")  # a graph run at exact sizes warns
         assert run_sizes(fn, [5, 6, 7], make, {0: 2, 1: 2}) == 1
 
-
-def test_slice_scatter_along_a_padded_dim_runs_at_exact_sizes():
-    def fn(x, y):
-        x = x.clone()
-        x[:, -2:].copy_(y)  # offsets from the real end: not run padded
-        return x
-
-    with pytest.warns(UserWarning, match="recompiles for every new size"):
-        run_sizes(fn, [5, 6], lambda n: [torch.randn(3, n), torch.randn(3, 2)], {0: 1})

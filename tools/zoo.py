@@ -303,7 +303,10 @@ def run_arch(arch, info, opts):
             if getattr(opts, "report_partial", None):
                 opts.report_partial(dict(res, c=False, status="fail",
                                          reason="(c) timeout in compiled generate"))
-            res.update(_generate(ref, tpu, inputs, cfg, notes, phase))
+            res.update(_generate(ref, tpu, inputs, cfg, notes, phase,
+                                 partial=lambda: opts.report_partial(dict(res, c=False, status="fail",
+                                     reason="(c) timeout in compiled generate"))
+                                 if getattr(opts, "report_partial", None) else None))
         if res["a"] and res["b"] and res["c"] in (True, None):
             res["status"] = "pass"
         return res
@@ -313,7 +316,7 @@ def run_arch(arch, info, opts):
         shutil.rmtree(d, ignore_errors=True)
 
 
-def _generate(ref, tpu, inputs, cfg, notes, phase):
+def _generate(ref, tpu, inputs, cfg, notes, phase, partial=None):
     import torch
     import torch_tpu
 
@@ -334,8 +337,25 @@ def _generate(ref, tpu, inputs, cfg, notes, phase):
     tpu.forward = torch.compile(tpu.forward, backend="tpu")
     s0 = torch_tpu.compile_stats()
     t0 = time.time()
+    import warnings
+
+    # The backend's own warnings (a graph that cannot run padded names the
+    # op) explain a (c) failure or a slow generate: they go into the notes,
+    # and into the partial result at once, so a timeout still shows them.
+    seen = set()
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        m = str(message)
+        if m.startswith("torch_tpu") and m not in seen:
+            seen.add(m)
+            notes.append(m[:240])
+            if partial:
+                partial()
+
     try:
-        with torch.no_grad():
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("always")
+            warnings.showwarning = show
             got = tpu.generate(ids.to("tpu"), attention_mask=torch.ones_like(ids).to("tpu"), **kw).cpu()
     except Exception as e:  # noqa: BLE001
         out["c"] = False
@@ -481,6 +501,9 @@ def select(archs, opts):
     if opts.family:
         fams = opts.family.split(",")
         names = [n for n in names if archs[n]["family"] in fams]
+    if opts.skip_family:
+        skip = set(opts.skip_family.split(","))
+        names = [n for n in names if not skip & set(archs[n]["mappings"])]
     if opts.only:
         pats = opts.only.split(",")
         names = [n for n in names if any(fnmatch.fnmatch(n, p) for p in pats)]
@@ -656,6 +679,7 @@ def main():
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--only", help="comma-separated class names or globs (LlamaFor*)")
     p.add_argument("--family", help="comma-separated mapping names, e.g. MODEL_FOR_CAUSAL_LM")
+    p.add_argument("--skip-family", help="comma-separated mapping names to leave out")
     p.add_argument("--limit", type=int, help="at most this many architectures (after the cache)")
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--timeout", type=int, default=600, help="seconds per architecture")
