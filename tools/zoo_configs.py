@@ -135,6 +135,20 @@ def _shrink_dict(d, depth=0):
             d[k] = HIDDEN // HEADS
     if "kv_lora_rank" in d and isinstance(d.get("num_attention_heads"), int):
         d["num_key_value_heads"] = d["num_attention_heads"]  # latent attention has no GQA
+    bb = d.get("backbone_config")
+    if isinstance(bb, dict) and bb.get("model_type") == "timm_backbone":
+        # DETR-style detectors default to a timm backbone (an optional
+        # library): Transformers' own ResNet, taking the same stages
+        from transformers import ResNetConfig
+
+        idx = bb.get("out_indices") or [4]
+        d["backbone_config"] = ResNetConfig(out_indices=list(idx)).to_dict()
+        d["use_timm_backbone"] = False
+        d["use_pretrained_backbone"] = False
+        d["backbone"] = None
+    v = d.get("hidden_sizes")
+    if isinstance(v, list) and v and all(isinstance(x, int) for x in v) and max(v) > 64:
+        d["hidden_sizes"] = [min(x, 16 * 2 ** i) for i, x in enumerate(v)]
     if "pad_token_id" in d and d["pad_token_id"] is None:
         d["pad_token_id"] = 0  # sequence-classification heads need one for batch > 1
     n = next((d[k] for k in old_layers), None)
