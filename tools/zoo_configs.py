@@ -147,8 +147,11 @@ def _shrink_dict(d, depth=0):
         d["use_pretrained_backbone"] = False
         d["backbone"] = None
     v = d.get("hidden_sizes")
-    if isinstance(v, list) and v and all(isinstance(x, int) for x in v) and max(v) > 64:
-        d["hidden_sizes"] = [min(x, 16 * 2 ** i) for i, x in enumerate(v)]
+    if (isinstance(v, list) and v and all(isinstance(x, int) for x in v) and max(v) > 64
+            and "num_groups" not in d):
+        # ResNet-style stage widths; not for group-norm models (BiT's
+        # bottlenecks of a quarter width need 32 groups to divide them)
+        d["hidden_sizes"] = [min(x, 32 * 2 ** i) for i, x in enumerate(v)]
     if "pad_token_id" in d and d["pad_token_id"] is None:
         d["pad_token_id"] = 0  # sequence-classification heads need one for batch > 1
     n = next((d[k] for k in old_layers), None)
