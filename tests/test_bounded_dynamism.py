@@ -3,6 +3,7 @@ power-of-two buckets, compile once per bucket, and give the unpadded
 results."""
 
 import math
+import warnings
 
 import pytest
 import torch
@@ -262,3 +263,20 @@ def test_error_in_graph_with_symbolic_sizes_names_op_and_line():
         compiled(x)
     msg = str(info.value)
     assert "uniform" in msg and "test_bounded_dynamism.py" in msg
+
+
+def test_copy_into_slices_of_a_new_tensor_along_a_static_dim():
+    # MLA attention (AXK1, DeepSeek-style) builds its key as new_empty and
+    # copy_ into two slices of the last dim: functionalised to aten.copy and
+    # slice_scatter, which run unchanged when the padded dim is another one.
+    def fn(a, b):
+        k = a.new_empty(*a.shape[:-1], a.shape[-1] + b.shape[-1])
+        k[..., : a.shape[-1]].copy_(a)
+        k[..., a.shape[-1]:].copy_(b.expand(-1, a.shape[1], -1, -1))
+        return k * 2
+
+    make = lambda n: [torch.randn(1, 2, n, 4), torch.randn(1, 1, n, 3)]  # noqa: E731
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a graph run at exact sizes warns
+        assert run_sizes(fn, [5, 6, 7], make, {0: 2, 1: 2}) == 1
+

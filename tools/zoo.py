@@ -52,18 +52,36 @@ TOL_BF16 = dict(atol=4e-2, rtol=4e-2)
 MAX_PARAMS = 30_000_000
 # How to read the current figures (kept in the report by hand; update with each run).
 NOTES = [
-    "This is a partial run: 121 of 1571 architectures (alphabetical ASTForAudioClassification .. "
-    "BrosModel, plus 5 probes: LlamaForCausalLM, BertModel, ViTForImageClassification, WhisperModel, "
-    "T5ForConditionalGeneration). The machine had 2 cores shared by 6 engineers (load average 17-18); "
-    "a causal LM took 100-350 s here, most of it the 64-token compiled generate. The targets are "
-    "not demonstrated by this slice. Continue with `make zoo` (cached results are kept; "
-    "`ZOO_ARGS=--retry` re-runs failures and exclusions).",
+    "Partial run. Slices so far: alphabetical ASTForAudioClassification .. BrosModel (all families, "
+    "17:43-19:04 UTC, load average 17-18); the 25 exclusions of that slice re-run with the new input "
+    "recipes (21:19); BloomForCausalLM .. CTRLModel with generate (21:30, stopped: causal LMs hit "
+    "the 300 s timeout); then every architecture outside MODEL_FOR_CAUSAL_LM alphabetically from "
+    "CamembertForMaskedLM to OmniASRModel (21:45-22:26, `--skip-family MODEL_FOR_CAUSAL_LM`, stopped "
+    "at the session's deadline; at load 5-7, 345 took 12.9 minutes, 2.2 s each; at load 2-3, 297 "
+    "took 8.9 minutes, 1.8 s each). So the causal LMs after C are not run, and (c) covers few of them. The "
+    "machine had 2 cores shared by 5-6 engineers (load average 7-11 in the last slices). The "
+    "targets are not demonstrated by these slices: continue with `make zoo`.",
+    "Where the time goes (`phase_s` per architecture in docs/zoo.json): an architecture outside the "
+    "causal LMs takes 1-3 s in a warm worker (CLIP*, ConvBert*: build, save, CPU and tpu forward, "
+    "bf16); the first one in a fresh worker 20-36 s (importing the model's module and starting the "
+    "runtime). A causal LM is dominated by the compiled 64-token generate: Dynamo traces the HF "
+    "forward 4 times (prefill, first decode, automatic-dynamic recompile, strided-cache variant), "
+    "42 + 30 + 58 + 62 s for AXK1ForCausalLM at load 10 (259 s in all), and 7-8 fused XLA "
+    "compiles (16-24 s for Llama). So causal LMs time out at 300 s on a loaded machine; with "
+    "the 4 traces unchanged the full zoo cannot fit 90 minutes here (see design.md).",
+    "(c) failures \"timeout in compiled generate\" on this loaded machine are not shown to be "
+    "backend bugs; since the harness now records the backend's warnings during generate into the "
+    "notes (also for a timeout), a graph that cannot run padded names its op there.",
+    "BitModel's and BitBackbone's bf16 misses are rounding between two bf16 implementations, not a bug "
+    "found: its weight-standardised convs normalise bf16 weights with batch_norm, and tpu's result is "
+    "nearer float32 than CPU's (max |d| 0.0127 vs CPU's 0.0202 on a 64x288 weight); the one-ulp "
+    "differences grow over the layers. float32 matches.",
     "BeamForCausalLM and BigBirdForCausalLM (\"crash: timeout after 420 s\") ran before the harness "
     "recorded partial results, so the phase that timed out is unknown (probably the generate); "
     "they count as (a) failures until re-run.",
     "Exclusions \"CPU itself fails (forward with the harness's inputs)\" and \"config can't be made "
     "tiny\" are limits of the harness's generic config shrink and input recipes (they need entries in "
-    "`OVERRIDES`), not bugs of CPU PyTorch; they are listed so that none is hidden.",
+    "`OVERRIDES` or a recipe), not bugs of CPU PyTorch; they are listed so that none is hidden.",
 ]
 # Backend fixes that zoo failures led to (kept in the report by hand).
 FIXED = [
@@ -72,6 +90,13 @@ FIXED = [
     "\"Expected inputs of BF16 type\" (torch's meta kernel is CUDA's); "
     "`torch_tpu/fake_impls.py` registers a fake kernel for tpu tensors "
     "(`tests/test_torch_compile.py::test_grouped_mm_float32_compiles_on_tpu_and_cpu_tracing_is_unchanged`).",
+    "Bounded dynamism, `aten.copy` and `slice_scatter`/`select_scatter` along a static dim: MLA "
+    "attention (AXK1/AXK2, DeepSeek-style) builds its key with `new_empty` and `copy_` into two "
+    "slices of the head dim; the graph ran at exact sizes (\"recompiles for every new size ... "
+    "aten.copy.default on padded sizes\"), compiling every decode step, so AXK1ForCausalLM's (c) "
+    "timed out at 600 s. `torch_tpu/bounded_rules.py` runs them padded; AXK1ForCausalLM alone "
+    "now gives CPU's 64 tokens with 8 fused compiles (budget 8) "
+    "(`tests/test_bounded_dynamism.py::test_copy_into_slices_of_a_new_tensor_along_a_static_dim`).",
 ]
 
 
@@ -165,6 +190,20 @@ def _load_tpu(cls, d, notes, **kw):
     return m.eval(), info
 
 
+class _Phases:
+    """Seconds per phase of one architecture (res["phase_s"]), to see where
+    the zoo's time goes."""
+
+    def __init__(self, res):
+        self.d = res.setdefault("phase_s", {})
+        self.t = time.time()
+
+    def __call__(self, name):
+        now = time.time()
+        self.d[name] = round(self.d.get(name, 0.0) + now - self.t, 2)
+        self.t = now
+
+
 def run_arch(arch, info, opts):
     import torch
     import torch_tpu
@@ -176,6 +215,7 @@ def run_arch(arch, info, opts):
            "status": "excluded", "a": None, "b": None, "bf16": None, "c": None,
            "reason": "", "notes": []}
     notes = res["notes"]
+    phase = _Phases(res)
     causal = "MODEL_FOR_CAUSAL_LM" in info["mappings"]
     # -- build (exclusions: these are not our failures)
     try:
@@ -190,6 +230,7 @@ def run_arch(arch, info, opts):
         res["reason"] = f"config can't be made tiny: {_short(e)}"
         return res
     res["params"] = n
+    phase("config")
     if n > MAX_PARAMS:
         res["reason"] = f"config can't be made tiny: {n / 1e6:.0f}M parameters after shrinking"
         return res
@@ -206,11 +247,13 @@ def run_arch(arch, info, opts):
                 for p in model.parameters():
                     if p.numel() > 1 and p.is_floating_point() and not p.any():
                         p.copy_(torch.randn(p.shape, generator=g) * 0.02)
+            phase("build")
             model.save_pretrained(d)
-            del model
-            torch.manual_seed(0)
-            ref, ref_info = cls.from_pretrained(d, output_loading_info=True)
-            ref.eval()
+            # The model just saved is the CPU reference: loading it back on
+            # CPU gives the same weights (missing keys are handled below by
+            # copying CPU's state_dict into the tpu model).
+            ref = model
+            phase("save")
         except Exception as e:  # noqa: BLE001
             res["reason"] = f"CPU itself fails (build/save/load): {_short(e)}"
             return res
@@ -231,18 +274,21 @@ def run_arch(arch, info, opts):
             res["reason"] = f"CPU itself fails (forward with the harness's inputs): {_short(err)}"
             return res
         res["inputs"] = sorted(inputs)
+        phase("cpu_forward")
         # -- (a) no crash
         res["status"] = "fail"
         try:
             tpu, tinfo = _load_tpu(cls, d, notes)
-            if any(tinfo.get(k) for k in ("missing_keys",)) or ref_info.get("missing_keys"):
+            if tinfo.get("missing_keys"):
                 # weights initialised at load differ by device: use CPU's
                 tpu.load_state_dict(ref.state_dict(), strict=False)
                 notes.append("missing keys at load: copied CPU's state_dict")
+            phase("tpu_load")
             with torch.no_grad():
                 got = tpu(**_to(inputs, "tpu"))
             got = [(k, v.cpu()) for k, v in _tensors(got)]
             res["a"] = True
+            phase("tpu_forward")
         except Exception as e:  # noqa: BLE001
             res["a"] = False
             res["reason"] = f"(a) forward on tpu: {_short(e)}"
@@ -264,7 +310,7 @@ def run_arch(arch, info, opts):
             if want16 is not None:
                 try:
                     tpu16, _ = _load_tpu(cls, d, [], dtype=torch.bfloat16)
-                    if ref_info.get("missing_keys"):
+                    if tinfo.get("missing_keys"):
                         tpu16.load_state_dict(ref16.state_dict(), strict=False)
                     with torch.no_grad():
                         got16 = tpu16(**_to(inputs, "tpu", torch.bfloat16))
@@ -276,12 +322,16 @@ def run_arch(arch, info, opts):
                 except Exception as e:  # noqa: BLE001
                     res["bf16"] = False
                     notes.append(f"bf16 on tpu: {_short(e)[:200]}")
+            phase("bf16")
         # -- (c) bounded dynamism, causal LMs
         if causal and opts.generate:
             if getattr(opts, "report_partial", None):
                 opts.report_partial(dict(res, c=False, status="fail",
                                          reason="(c) timeout in compiled generate"))
-            res.update(_generate(ref, tpu, inputs, cfg, notes))
+            res.update(_generate(ref, tpu, inputs, cfg, notes, phase,
+                                 partial=lambda: opts.report_partial(dict(res, c=False, status="fail",
+                                     reason="(c) timeout in compiled generate"))
+                                 if getattr(opts, "report_partial", None) else None))
         if res["a"] and res["b"] and res["c"] in (True, None):
             res["status"] = "pass"
         return res
@@ -291,7 +341,7 @@ def run_arch(arch, info, opts):
         shutil.rmtree(d, ignore_errors=True)
 
 
-def _generate(ref, tpu, inputs, cfg, notes):
+def _generate(ref, tpu, inputs, cfg, notes, phase, partial=None):
     import torch
     import torch_tpu
 
@@ -307,18 +357,37 @@ def _generate(ref, tpu, inputs, cfg, notes):
     except Exception as e:  # noqa: BLE001
         notes.append(f"(c) excluded: CPU generate fails: {_short(e)[:200]}")
         return {"c": None, "c_reason": "CPU itself fails"}
+    phase("cpu_generate")
     torch._dynamo.reset()
     tpu.forward = torch.compile(tpu.forward, backend="tpu")
     s0 = torch_tpu.compile_stats()
     t0 = time.time()
+    import warnings
+
+    # The backend's own warnings (a graph that cannot run padded names the
+    # op) explain a (c) failure or a slow generate: they go into the notes,
+    # and into the partial result at once, so a timeout still shows them.
+    seen = set()
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        m = str(message)
+        if m.startswith("torch_tpu") and m not in seen:
+            seen.add(m)
+            notes.append(m[:240])
+            if partial:
+                partial()
+
     try:
-        with torch.no_grad():
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("always")
+            warnings.showwarning = show
             got = tpu.generate(ids.to("tpu"), attention_mask=torch.ones_like(ids).to("tpu"), **kw).cpu()
     except Exception as e:  # noqa: BLE001
         out["c"] = False
         out["reason"] = f"(c) compiled generate on tpu: {_short(e)}"
         return out
     s1 = torch_tpu.compile_stats()
+    phase("tpu_generate")
     out["gen_seconds"] = round(time.time() - t0, 1)
     out["compiles"] = s1["fused_compiles"] - s0["fused_compiles"]
     out["graphs"] = s1["graphs"] - s0["graphs"]
@@ -333,6 +402,17 @@ def _generate(ref, tpu, inputs, cfg, notes):
     elif not out["c"]:
         out["reason"] = f"(c) {out['compiles']} fused compiles > {budget}"
     return out
+
+
+def _rss_mb():
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) // 1024
+    except OSError:
+        pass
+    return 0
 
 
 def worker_main(opts):
@@ -356,6 +436,7 @@ def worker_main(opts):
         except Exception as e:  # noqa: BLE001
             res = {"arch": arch, "status": "fail", "a": False, "reason": f"harness: {_short(e)}"}
         res["seconds"] = round(time.time() - t0, 1)
+        res["rss_mb"] = _rss_mb()
         out.write(DONE + json.dumps(res) + "\n")
         try:
             torch._dynamo.reset()
@@ -381,6 +462,7 @@ class Worker:
         self.lines = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
         self.done = 0
+        self.rss_mb = 0
 
     def _read(self):
         for line in self.proc.stdout:
@@ -413,7 +495,9 @@ class Worker:
                 partial = json.loads(line[len(PARTIAL):])
             elif line.startswith(DONE):
                 self.done += 1
-                return json.loads(line[len(DONE):])
+                res = json.loads(line[len(DONE):])
+                self.rss_mb = res.pop("rss_mb", 0)
+                return res
 
     def kill(self):
         try:
@@ -442,6 +526,9 @@ def select(archs, opts):
     if opts.family:
         fams = opts.family.split(",")
         names = [n for n in names if archs[n]["family"] in fams]
+    if opts.skip_family:
+        skip = set(opts.skip_family.split(","))
+        names = [n for n in names if not skip & set(archs[n]["mappings"])]
     if opts.only:
         pats = opts.only.split(",")
         names = [n for n in names if any(fnmatch.fnmatch(n, p) for p in pats)]
@@ -479,7 +566,12 @@ def drive(opts):
                 arch = work.get_nowait()
             except queue.Empty:
                 break
-            if w is None or w.proc.poll() is not None or w.done >= opts.recycle:
+            # A worker lives for many architectures (its import, XLA client
+            # and in-memory program cache are paid once); it is replaced
+            # after a crash, a timeout, `recycle` architectures, or when it
+            # has grown past --max-rss-mb.
+            if (w is None or w.proc.poll() is not None or w.done >= opts.recycle
+                    or w.rss_mb > opts.max_rss_mb):
                 if w is not None:
                     w.kill()
                 w = Worker(opts, log)
@@ -612,10 +704,13 @@ def main():
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--only", help="comma-separated class names or globs (LlamaFor*)")
     p.add_argument("--family", help="comma-separated mapping names, e.g. MODEL_FOR_CAUSAL_LM")
+    p.add_argument("--skip-family", help="comma-separated mapping names to leave out")
     p.add_argument("--limit", type=int, help="at most this many architectures (after the cache)")
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--timeout", type=int, default=600, help="seconds per architecture")
-    p.add_argument("--recycle", type=int, default=20, help="architectures per worker process")
+    p.add_argument("--recycle", type=int, default=200, help="architectures per worker process")
+    p.add_argument("--max-rss-mb", type=int, default=3000,
+                   help="replace a worker whose resident memory passed this")
     p.add_argument("--rerun", action="store_true", help="ignore cached results of the selection")
     p.add_argument("--retry", action="store_true", help="run cached failures and exclusions again")
     p.add_argument("--no-bf16", dest="bf16", action="store_false")

@@ -76,6 +76,11 @@ _SHRINK_INT = {
     "first_k_dense_replace": 1, "n_group": 1, "topk_group": 1,
     # vocabulary / positions
     "vocab_size": VOCAB, "max_position_embeddings": 512, "n_positions": 512,
+    # state-space layers (Mamba-2 style: heads x head dim = expand x hidden)
+    "mamba_n_heads": HEADS, "mamba_d_head": 2 * HIDDEN // HEADS, "mamba_d_state": 16,
+    "ssm_state_size": 16, "state_size": 16,
+    # audio codecs whose quantizer works at the model width
+    "codebook_dim": HIDDEN,
 }
 
 
@@ -130,6 +135,23 @@ def _shrink_dict(d, depth=0):
             d[k] = HIDDEN // HEADS
     if "kv_lora_rank" in d and isinstance(d.get("num_attention_heads"), int):
         d["num_key_value_heads"] = d["num_attention_heads"]  # latent attention has no GQA
+    bb = d.get("backbone_config")
+    if isinstance(bb, dict) and bb.get("model_type") == "timm_backbone":
+        # DETR-style detectors default to a timm backbone (an optional
+        # library): Transformers' own ResNet, taking the same stages
+        from transformers import ResNetConfig
+
+        idx = bb.get("out_indices") or [4]
+        d["backbone_config"] = ResNetConfig(out_indices=list(idx)).to_dict()
+        d["use_timm_backbone"] = False
+        d["use_pretrained_backbone"] = False
+        d["backbone"] = None
+    v = d.get("hidden_sizes")
+    if (isinstance(v, list) and v and all(isinstance(x, int) for x in v) and max(v) > 64
+            and "num_groups" not in d):
+        # ResNet-style stage widths; not for group-norm models (BiT's
+        # bottlenecks of a quarter width need 32 groups to divide them)
+        d["hidden_sizes"] = [min(x, 32 * 2 ** i) for i, x in enumerate(v)]
     if "pad_token_id" in d and d["pad_token_id"] is None:
         d["pad_token_id"] = 0  # sequence-classification heads need one for batch > 1
     n = next((d[k] for k in old_layers), None)
@@ -274,6 +296,13 @@ def make_inputs(model, cfg, family, seed=0):
         pass
     else:
         raise LookupError(f"no input recipe for main input {main!r}")
+    if "bbox" in params and "input_ids" in base:
+        # layout models: one box per token, x0 <= x1 and y0 <= y1 (LayoutLM
+        # embeds the integer coordinates; Bros takes normalised floats)
+        b = torch.randint(0, 500, base["input_ids"].shape + (4,), generator=gen)
+        b[..., 2:] += b[..., :2]
+        base_int = dict(base, bbox=b)
+        base_f = dict(base, bbox=b.float() / 1000.0)
     cands = []
     if main == "input_values":
         mels = _cfg_get(cfg, "num_mel_bins", "feature_size", default=80)
@@ -288,13 +317,26 @@ def make_inputs(model, cfg, family, seed=0):
         cands += [{"input_features": torch.randn(BATCH, mels, frames, generator=gen)},
                   {"input_features": torch.randn(BATCH, 64, mels, generator=gen)}]
     else:
+        if "bbox" in params and "input_ids" in base:
+            cands += [base_int, base_f]
         if main != "pixel_values" and "pixel_values" in params:
             cands.append(dict(base, pixel_values=_image(cfg, gen)))
+        if main == "pixel_values" and "input_ids" in params:
+            # image + text models whose main input is the image
+            ids = text_ids(cfg, (BATCH, SEQ), gen)
+            c = dict(base, input_ids=ids)
+            if "attention_mask" in params:
+                c["attention_mask"] = torch.ones_like(ids)
+            cands.append(c)
         cands.append(base)
-    if getattr(cfg, "is_encoder_decoder", False) and "decoder_input_ids" in params:
+    if "decoder_input_ids" in params:
         dec_cfg = getattr(cfg, "decoder", None) or getattr(cfg, "text_config", None) or cfg
         dec = text_ids(dec_cfg, (BATCH, 4), gen)
-        cands = [dict(c, decoder_input_ids=dec) for c in cands]
+        with_dec = [dict(c, decoder_input_ids=dec) for c in cands]
+        # encoder-decoders need decoder ids, but their classification heads
+        # (BART's) derive them from input_ids and want the same length;
+        # others (BLIP's question answering) may need them: with, then without
+        cands = with_dec + cands
     return cands
 
 

@@ -441,6 +441,20 @@ def plan(node: torch.fx.Node) -> Callable:
             dim = node.args[1] if len(node.args) > 1 else 0
         if _norm_dim(dim, x.dim()) in padded_in:
             raise Unsupported(f"{t} along a padded dim")
+    if t is aten.copy.default:
+        # copy(self, src): src broadcast into self's shape, entry by entry
+        # (functionalised `x[...].copy_(y)`); padding stays padding.
+        if not _preserves_padded_dims(node):
+            raise Unsupported(f"{t} into a padded dim its source lacks")
+        return run_plain
+    if t in (aten.slice_scatter.default, aten.select_scatter.default):
+        # Writing a slice of a static dim moves no entry along a padded
+        # one (self and src are padded alike); along a padded dim the
+        # offsets would have to count from the real size: not covered.
+        dim = node.args[2] if len(node.args) > 2 else node.kwargs.get("dim", 0)
+        if _norm_dim(dim, x.dim()) in padded_in or not _preserves_padded_dims(node):
+            raise Unsupported(f"{t} along a padded dim")
+        return run_plain
     if torch.Tag.pointwise in t.tags:
         return _scalar_operands(node) if _sym_args(node) else run_plain
     if t in _FACTORIES:
