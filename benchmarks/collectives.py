@@ -1,6 +1,7 @@
 """Collective bandwidth: tpu_dist (XLA's collectives) against Gloo on CPU tensors.
 
     python -m torch_tpu.distributed.launch --nproc-per-node 2 benchmarks/collectives.py [--max-mib 64]
+        [--min-mib 1] [--ops all_reduce,all_gather] [--skip-ddp]
 
 Rank 0 prints one line per (collective, size): the median time of a few
 calls and the bus bandwidth (NCCL's convention: all_reduce moves
@@ -50,18 +51,27 @@ def main():
     ap.add_argument("--ddp-width", type=int, default=512)
     ap.add_argument("--ddp-steps", type=int, default=10)
     ap.add_argument("--skip-bandwidth", action="store_true")
+    ap.add_argument("--ops", default="all_reduce,all_gather,reduce_scatter", help="comma-separated collectives")
+    ap.add_argument("--min-mib", type=float, default=0, help="smallest size measured (default 1 KiB)")
+    ap.add_argument("--skip-ddp", action="store_true")
     args = ap.parse_args()
+    factors = {"all_reduce": 2, "all_gather": 1, "reduce_scatter": 1}  # times (W - 1) / W
+    ops = [] if args.skip_bandwidth else args.ops.split(",")
+    for name in ops:
+        if name not in factors:
+            ap.error(f"--ops: unknown collective {name!r} (choose from {', '.join(factors)})")
     dist.init_process_group("cpu:gloo,tpu:tpu_dist", timeout=datetime.timedelta(seconds=300))
     W, rank = dist.get_world_size(), dist.get_rank()
     sizes = []
     b = 1024
     while b <= args.max_mib << 20:
-        sizes.append(b)
+        if b >= args.min_mib * (1 << 20):
+            sizes.append(b)
         b *= 4
     if rank == 0:
         print(f"{'collective':<15}{'bytes':>10}{'tpu_dist ms':>13}{'gloo ms':>10}{'tpu GB/s':>10}{'gloo GB/s':>10}{'ratio':>7}")
-    for name, factor in [] if args.skip_bandwidth else [("all_reduce", 2 * (W - 1) / W),
-                                                         ("all_gather", (W - 1) / W), ("reduce_scatter", (W - 1) / W)]:
+    for name in ops:
+        factor = factors[name] * (W - 1) / W
         for nbytes in sizes:
             n = nbytes // 4
             res = {}
@@ -89,7 +99,8 @@ def main():
                 bw = {d: factor * nbytes / t / 1e9 for d, t in res.items()}
                 print(f"{name:<15}{nbytes:>10}{res['tpu'] * 1e3:>13.3f}{res['cpu'] * 1e3:>10.3f}"
                       f"{bw['tpu']:>10.3f}{bw['cpu']:>10.3f}{bw['tpu'] / bw['cpu']:>7.2f}", flush=True)
-    ddp_step_time(args, W, rank)
+    if not args.skip_ddp:
+        ddp_step_time(args, W, rank)
     dist.destroy_process_group()
 
 
