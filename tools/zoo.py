@@ -58,7 +58,10 @@ NOTES = [
     "the 300 s timeout); then every architecture outside MODEL_FOR_CAUSAL_LM alphabetically from "
     "CamembertForMaskedLM to OmniASRModel (21:45-22:26, `--skip-family MODEL_FOR_CAUSAL_LM`, stopped "
     "at the session's deadline; at load 5-7, 345 took 12.9 minutes, 2.2 s each; at load 2-3, 297 "
-    "took 8.9 minutes, 1.8 s each). So the causal LMs after C are not run, and (c) covers few of them. The "
+    "took 8.9 minutes, 1.8 s each); then the rest outside MODEL_FOR_CAUSAL_LM, OmniASRModel .. "
+    "xLSTMModel (22:38-23:08, one worker, load ~4 beside the test suite: 520 in 29.3 minutes, 3.4 s "
+    "each). So every architecture outside the causal LMs has run; the causal LMs after C are not "
+    "run, and (c) covers few of them. The "
     "machine had 2 cores shared by 5-6 engineers (load average 7-11 in the last slices). The "
     "targets are not demonstrated by these slices: continue with `make zoo`.",
     "Where the time goes (`phase_s` per architecture in docs/zoo.json): an architecture outside the "

@@ -68,6 +68,21 @@ AdvancedIndex advanced_index(LowerCtx& ctx, Value self) {
   return ai;
 }
 
+// Gathering or scattering along an indexed dim of size 0: XLA refuses the
+// size-1 slice a gather takes there. With no index, self[indices] is empty
+// (and an index_put writes nothing); any index is out of range, which the
+// shapes alone tell, so it raises as on CPU.
+bool indexes_empty_dim(LowerCtx& ctx, Value self, const AdvancedIndex& ai) {
+  int64_t empty_dim = -1;
+  for (auto d : ai.indexed)
+    if (self.dim(d) == 0) empty_dim = d;
+  if (empty_dim < 0) return false;
+  int64_t n = 1;
+  for (auto s : ai.result_dims) n *= s;
+  TORCH_CHECK_INDEX(n == 0, ctx.op_name(), ": index 0 is out of bounds for dimension ", empty_dim, " with size 0");
+  return true;
+}
+
 Dims slice_sizes(Value self, const Dims& indexed) {
   Dims s;
   for (int64_t d = 0; d < self.rank(); ++d)
@@ -81,6 +96,7 @@ Dims slice_sizes(Value self, const Dims& indexed) {
 TPU_LOWERING(index) {
   Value self = ctx.tensor("self");
   AdvancedIndex ai = advanced_index(ctx, self);
+  if (indexes_empty_dim(ctx, self, ai)) return {hlo::full(ctx.b(), self.element(), ai.result_dims, 0)};
   hlo::GatherDims gd;
   gd.offset_dims = ai.window_dims;
   gd.collapsed_slice_dims = ai.indexed;
@@ -94,6 +110,7 @@ TPU_LOWERING(index) {
 TPU_LOWERING(index_put) {
   Value self = ctx.tensor("self");
   AdvancedIndex ai = advanced_index(ctx, self);
+  if (indexes_empty_dim(ctx, self, ai)) return {self};
   Value values = hlo::broadcast_to(ctx.operand("values", ctx.tensor_arg("self").scalar_type()), ai.result_dims);
   hlo::ScatterDims sd;
   sd.update_window_dims = ai.window_dims;

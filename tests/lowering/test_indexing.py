@@ -63,3 +63,19 @@ def test_scatter_and_scatter_add(dim):
         check(lambda a, s, i: a.scatter(dim, i, s), x, src, perm[:, :4].contiguous())
     check(lambda a, s, i: a.scatter_add(dim, i, s), x, src, idx)
     check(lambda a, i: a.scatter(dim, i, 2.5), x, idx[:, :1].contiguous() if dim != 0 else perm[:, :1].contiguous())
+
+
+
+def test_index_along_an_empty_dim():
+    """Indexing a dim of size 0 with no index (ViLT's gather of image tokens
+    where a row has none): XLA refuses a gather's size-1 slice there. The
+    result is empty, index_put writes nothing, and any index raises as on CPU."""
+    e = torch.zeros(0, dtype=torch.long)
+    e2 = torch.zeros(2, 0, dtype=torch.long)
+    check(lambda a, i: a[i], torch.randn(0, 3), e)
+    check(lambda a, i: a[i], torch.randn(0, 3), e2)
+    check(lambda a, i: a[:, i], torch.randn(2, 0, 3), e)
+    check(lambda a, i, v: a.index_put_((i,), v), torch.randn(0, 3), e, torch.randn(0, 3))
+    check(lambda a, i, v: torch.ops.aten.index_put(a, [None, i], v, True), torch.randn(2, 0, 3), e, torch.randn(2, 0, 3))
+    with pytest.raises(IndexError, match="out of bounds"):
+        torch.randn(0, 3).to("tpu")[torch.zeros(2, dtype=torch.long, device="tpu")]
