@@ -747,10 +747,9 @@ class ModeRuntime final : public Runtime {
   // size as in Strict Eager) and each run of unchanged ops between them as
   // one fused sub-trace, whose program the next step finds in the cache.
   // Sizes stay exact (no padding), so the results are Strict Eager's.
-  bool split_if_unstable(Trace& t, const std::string& wiring,
-                         const std::vector<std::shared_ptr<LazyBuffer>>& live) {
-    if (!split_enabled_ || split_off_ || capture_ || !t.replays.empty() || t.ops.size() < 4 || live.empty()) return false;
-    if (wirings_.count(std::hash<std::string>{}(wiring))) return false;  // compiled whole before
+  // A trace's op sequence: the hash of its ops' names (the key of
+  // sequences_) and the program each op runs, in order.
+  static std::pair<size_t, std::vector<int64_t>> op_sequence(const Trace& t) {
     std::string names;
     std::vector<int64_t> ids;
     for (const auto& op : t.ops) {
@@ -758,7 +757,15 @@ class ModeRuntime final : public Runtime {
       names += ';';
       ids.push_back(op.prog->id());
     }
-    auto it = sequences_.find(std::hash<std::string>{}(names));
+    return {std::hash<std::string>{}(names), std::move(ids)};
+  }
+
+  bool split_if_unstable(Trace& t, const std::string& wiring,
+                         const std::vector<std::shared_ptr<LazyBuffer>>& live) {
+    if (!split_enabled_ || split_off_ || capture_ || !t.replays.empty() || t.ops.size() < 4 || live.empty()) return false;
+    if (wirings_.count(std::hash<std::string>{}(wiring))) return false;  // compiled whole before
+    auto [sig, ids] = op_sequence(t);
+    auto it = sequences_.find(sig);
     if (it == sequences_.end() || it->second.count == 0 || it->second.ids.size() != ids.size()) return false;
     std::vector<bool> changed(ids.size());
     size_t n_changed = 0;
@@ -877,15 +884,8 @@ class ModeRuntime final : public Runtime {
   // another program, with the reason that program was built. Returns this
   // program's number for the sequence and the reason.
   std::pair<int64_t, std::string> explain(const Trace& t) {
-    std::string names;
-    std::vector<int64_t> ids;
-    for (const auto& op : t.ops) {
-      names += op.prog->what();
-      names += ';';
-      ids.push_back(op.prog->id());
-    }
-    size_t sig = std::hash<std::string>{}(names);
-    if (sequences_.size() > 4096) sequences_.clear();  // a bound, not a cache: reasons only
+    auto [sig, ids] = op_sequence(t);
+    if (sequences_.size() > 4096) sequences_.clear();  // a bound: reasons and splitting only
     auto& seen = sequences_[sig];
     std::string reason;
     if (seen.count == 0) {
