@@ -8,35 +8,15 @@ import math
 import pytest
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 
 import torch_tpu
 from torch_tpu import _C
+from cat_cache_block import Block
 from utils import assert_close
 
 # Each test sets Fused Eager itself, so the pass's mode changes nothing:
 # run once, in the Strict pass.
 pytestmark = pytest.mark.mode_independent
-
-
-class Block(nn.Module):
-    def __init__(self, d, heads):
-        super().__init__()
-        self.heads = heads
-        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
-        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
-        self.fc, self.out = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
-
-    def forward(self, x, k_cache, v_cache):
-        b, t, d = x.shape
-        q, k, v = self.qkv(self.ln1(x)).split(d, dim=-1)
-        q, k, v = (z.view(b, t, self.heads, d // self.heads).transpose(1, 2) for z in (q, k, v))
-        k = torch.cat([k_cache, k], dim=2)  # grows by one each step, as DynamicCache
-        v = torch.cat([v_cache, v], dim=2)
-        att = (q @ k.transpose(-1, -2)) / math.sqrt(d // self.heads)
-        y = (att.softmax(-1) @ v).transpose(1, 2).reshape(b, t, d)
-        x = x + self.proj(y)
-        return x + self.out(F.gelu(self.fc(self.ln2(x)))), k, v
 
 
 class TinyLM(nn.Module):
