@@ -34,7 +34,7 @@ struct FusionStats {
   int64_t cache_hits = 0;      // traces that reused a compiled fused program
   int64_t skipped = 0;         // traces with no live result (nothing to run)
   int64_t pending_ops = 0;     // ops deferred now, all devices
-  int64_t donated = 0;         // parameter buffers fused programs and replays wrote results into (donation.h)
+  int64_t donated = 0;         // buffers written in place of their inputs: fused programs, replays (donation.h) and collectives (distributed/backend.cpp)
   int64_t donation_copies = 0; // buffers a replay copied because something else still held them
   int64_t chained_replays = 0; // replays appended to a pending trace instead of run (defer_replay)
   int64_t split_traces = 0;    // recurring traces run split around their changed ops (fusing_runtime.cpp)
