@@ -7,9 +7,24 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 from torch_tpu.distributed.launch import free_port_pair  # noqa: E402,F401  (one copy, the launcher's)
+
+_ports_lock = threading.Lock()
+_ports_given = set()  # jobs may run at once (threads): never two on one port pair
+
+
+def _job_port():
+    with _ports_lock:
+        for _ in range(20):
+            p = free_port_pair()
+            if not {p, p + 1} & _ports_given:
+                _ports_given.update((p - 1, p, p + 1))
+                return p
+    raise RuntimeError("dist_utils: no fresh port pair")
+
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -19,7 +34,7 @@ def run_job(args, nproc=2, timeout=120, env=None, kill_rank=None):
     """Runs `python args...` as ranks 0..nproc-1; returns [(rc, output)].
 
     A rank still running at `timeout` is killed (rc None)."""
-    port = free_port_pair()
+    port = _job_port()
     procs = []
     try:
         for r in range(nproc):

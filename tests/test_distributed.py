@@ -4,12 +4,15 @@ against the answer computed on CPU where Gloo has no such op). Every job is
 bounded by a timeout and its processes are killed on the way out
 (dist_utils); a hang fails the test instead of stalling the suite.
 
-The 2-rank collectives job and the CUDA-style training job run in both eager
-modes (a collective flushes a pending Fused Eager trace); the 4-rank job,
-the dead-peer cases, the launchers and re-initialisation are
-mode_independent (they check process management and timeouts)."""
+The 2-rank collectives job (which then re-initialises its group) and the
+CUDA-style training job run in both eager modes (a collective flushes a
+pending Fused Eager trace); the 4-rank job, the dead-peer cases and the
+launchers are mode_independent (they check process management and
+timeouts). Jobs share the session's compilation cache directory
+(conftest.py sets TORCH_TPU_CACHE_DIR before they inherit the environment)."""
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -18,8 +21,10 @@ from dist_utils import HERE, check_job, run_job
 WORKER = os.path.join(HERE, "dist_worker.py")
 
 
-def test_collectives_match_gloo():
-    check_job(run_job([WORKER, "collectives"], nproc=2, timeout=240))
+def test_collectives_match_gloo_then_destroy_and_init_again():
+    # Every collective against Gloo, then destroy_process_group() and a new
+    # init_process_group in the same processes, twice (the worker checks).
+    check_job(run_job([WORKER, "collectives_then_reinit"], nproc=2, timeout=300))
 
 
 @pytest.mark.mode_independent
@@ -36,15 +41,21 @@ def test_4_ranks_collectives_2d_mesh_then_dcp_reshard_to_2(tmp_path):
 
 
 @pytest.mark.mode_independent
-@pytest.mark.parametrize("scenario", ["peer_absent", "peer_dies", "rank0_dies"])
-def test_missing_or_dead_peer_raises(scenario):
+def test_missing_or_dead_peer_raises():
     # The group's timeout is 5 s; a survivor must raise DistBackendError
     # naming the collective and group (the worker checks), then every rank
-    # exits 0. rank0_dies: rank 0 hosted the job's coordinator.
-    outs = run_job([WORKER, scenario], nproc=2, timeout=120)
-    check_job(outs)
-    survivor = 1 if scenario == "rank0_dies" else 0
-    assert "DistBackendError after" in outs[survivor][1]
+    # exits 0. rank0_dies: rank 0 hosted the job's coordinator. The three
+    # jobs run at once (each mostly waits on a timeout), and a rank that saw
+    # a collective fail waits 3 s, not 10, for its dead peer at exit.
+    scenarios = ["peer_absent", "peer_dies", "rank0_dies"]
+    with ThreadPoolExecutor(len(scenarios)) as pool:
+        jobs = [pool.submit(run_job, [WORKER, s], 2, 120, {"TORCH_TPU_EXIT_TIMEOUT_AFTER_ERROR": "3"})
+                for s in scenarios]
+        results = [j.result() for j in jobs]
+    for scenario, outs in zip(scenarios, results):
+        check_job(outs)
+        survivor = 1 if scenario == "rank0_dies" else 0
+        assert "DistBackendError after" in outs[survivor][1], (scenario, outs[survivor][1][-3000:])
 
 
 def test_cuda_style_script_under_torchrun(tmp_path):
@@ -128,7 +139,3 @@ def test_launcher_runs_a_job():
     assert "rank 0: 0 failure(s)" in out and "rank 1: 0 failure(s)" in out
     assert "topology 2x1x1" in out
 
-
-@pytest.mark.mode_independent
-def test_destroy_then_init_again():
-    check_job(run_job([WORKER, "reinit"], nproc=2, timeout=120))

@@ -182,3 +182,73 @@ def test_recycled_buffer_contents_are_never_read():
         b = torch.zeros(BIG, device="tpu") + torch.arange(BIG, device="tpu", dtype=torch.float32) * 0
         torch_tpu.mark_step()
     assert_close(b, torch.zeros(BIG))
+
+
+# ---- Strict Eager: a write into part of a storage updates it in place ------------
+# (op_runner.cpp, donatable_writes): the storage's buffer, when that storage
+# alone holds it, is donated to the op's program, which updates only the
+# view's elements (DDP's copies into its flat gradient bucket).
+
+
+def _strict_slice_writes(dev):
+    """The same writes on `dev` (cpu or tpu); returns every tensor to compare."""
+    g = torch.Generator().manual_seed(0)
+    base = torch.randn(4 * BIG, generator=g).to(dev)
+    grads = [torch.randn(BIG, generator=g).to(dev) for _ in range(3)]
+    whole = base.view(4, BIG)          # an alias of the whole storage
+    tail = base[3 * BIG:]              # another view, written by no one
+    before = base.clone()              # a copy taken before the writes
+    v0 = base._version
+    for k, gr in enumerate(grads):
+        base[k * BIG:(k + 1) * BIG].copy_(gr)
+    versions = base._version - v0
+    base[BIG // 2:BIG // 2 + 100].fill_(7.0)                 # another op, a small part
+    base[:BIG].copy_(base[2 * BIG:3 * BIG])                  # source: the same storage
+    whole[3, ::2].mul_(2.0)                                  # strided view of the alias
+    return [base, whole, tail, before, *grads], versions
+
+
+def test_strict_slice_write_updates_the_storage_in_place():
+    with torch_tpu.eager_mode("strict"):
+        start = donated()
+        got, got_versions = _strict_slice_writes("tpu")
+        n = donated() - start
+        want, want_versions = _strict_slice_writes("cpu")
+        assert got_versions == want_versions == 3  # autograd's version counter, as on CPU
+        for g_, w_ in zip(got, want):
+            assert_close(g_, w_)
+        assert n >= 5  # each write into a part of `base` took its buffer
+
+
+def test_strict_slice_write_keeps_a_shared_or_small_buffer():
+    with torch_tpu.eager_mode("strict"):
+        # small: below the threshold, nothing donated, values right
+        s = torch.zeros(100, device="tpu")
+        start = donated()
+        s[10:20].copy_(torch.ones(10, device="tpu"))
+        assert donated() == start
+        want = torch.zeros(100)
+        want[10:20] = 1
+        assert_close(s, want)
+        # a view of another dtype reads the storage's bits: never aliased
+        # (the program's storage type differs), still exact
+        x = torch.randn(2 * BIG)
+        t = x.to("tpu")
+        t.view(torch.int32)[:BIG].copy_(torch.arange(BIG, dtype=torch.int32).to("tpu"))
+        x.view(torch.int32)[:BIG].copy_(torch.arange(BIG, dtype=torch.int32))
+        assert torch.equal(t.cpu().view(torch.int32), x.view(torch.int32))
+
+
+def test_strict_slice_write_after_fused_work():
+    # a storage last written by a fused trace, then a slice write in Strict
+    x = torch.randn(2 * BIG)
+    t = x.to("tpu")
+    with torch_tpu.eager_mode("fused"):
+        t.mul_(2)
+    with torch_tpu.eager_mode("strict"):
+        r = t[:BIG]
+        t[BIG:].copy_(r)
+        want = x * 2
+        want[BIG:] = want[:BIG]
+        assert_close(t, want)
+        assert_close(r, want[:BIG])

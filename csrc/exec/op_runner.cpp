@@ -237,6 +237,7 @@ struct Program {
   std::vector<NewOut> news;
   std::vector<ReturnPlan> returns;
   std::vector<CheckOut> checks;  // usually none
+  int donated = 0;               // storage buffers the program updates in place (compile_op)
 };
 
 // Programs by key, the TORCH_TPU_PROGRAM_CACHE_SIZE (default 4096) most
@@ -358,7 +359,8 @@ std::string describe_tensors(const std::vector<c10::IValue>& args) {
   return s.empty() ? "no tensors" : s;
 }
 
-std::shared_ptr<Program> compile_op(const c10::OperatorHandle& op, std::vector<c10::IValue>& args, int device) {
+std::shared_ptr<Program> compile_op(const c10::OperatorHandle& op, std::vector<c10::IValue>& args, int device,
+                                    const std::vector<bool>& donate) {
   const auto& schema = op.schema();
   const auto& sargs = schema.arguments();
   std::string name = schema.name().substr(schema.name().find("::") + 2);
@@ -515,7 +517,29 @@ std::shared_ptr<Program> compile_op(const c10::OperatorHandle& op, std::vector<c
     outputs.push_back(c.flag);
   }
   prog->params = ctx.params();
-  prog->exe = runtime::get().compile(b.module_text(outputs), device, full_name(schema));
+  std::string text = b.module_text(outputs);
+  // A partial write into a storage whose buffer nothing else holds
+  // (`donate`, decided per call in run_lowered_op and part of the key):
+  // the storage's parameter is aliased to its updated value, so XLA
+  // updates the slice in place instead of copying the whole storage.
+  runtime::Aliases aliases;
+  for (const auto& w : prog->writes) {
+    if (w.item >= 0 || w.arg >= static_cast<int>(donate.size()) || !donate[w.arg]) continue;
+    const at::Tensor& t = tensor_at(args, w.arg, w.item);
+    const auto& sb = device::storage_buffer(t.storage());
+    for (size_t p = 0; p < prog->params.size(); ++p) {
+      const auto& ps = prog->params[p];
+      if (ps.kind != ParamSource::kStorage) continue;
+      const at::Tensor& pt = tensor_at(args, ps.arg, ps.item);
+      if (pt.storage().unsafeGetStorageImpl() != t.storage().unsafeGetStorageImpl()) continue;
+      if (sb.buffer && outputs[w.result].type() == sb.buffer->type())
+        aliases.emplace_back(static_cast<int>(p), w.result);
+      break;
+    }
+  }
+  if (!aliases.empty()) text = runtime::with_aliases(text, aliases);
+  prog->donated = static_cast<int>(aliases.size());
+  prog->exe = runtime::get().compile(text, device, full_name(schema));
   return prog;
 }
 
@@ -648,6 +672,7 @@ void run_program(const Program& prog, std::vector<c10::IValue>& args, torch::jit
   }
   if (new_bytes > 0) device::check_can_allocate(prog.device, new_bytes);
   auto outs = runtime::get().execute(*prog.exe, inputs);
+  if (prog.donated) runtime::note_donations(prog.donated, 0);  // torch_tpu.fusion_stats()["donated"]
   for (const auto& w : prog.writes) {
     auto& sb = device::storage_buffer(tensor_at(args, w.arg, w.item).storage());
     sb.buffer = outs[w.result];
@@ -685,7 +710,8 @@ void run_program(const Program& prog, std::vector<c10::IValue>& args, torch::jit
 // A cache miss: compiles, and says why (recompile_reason.h, recompile_log.h).
 // The readable facts are built here only, never on a hit.
 std::shared_ptr<Program> compile_on_miss(const c10::OperatorHandle& op, std::vector<c10::IValue>& args, int device,
-                                         const std::string& key, const KeyOptions& opts) {
+                                         const std::string& key, const KeyOptions& opts,
+                                         const std::vector<bool>& donate) {
   static auto* compiled_keys = new std::unordered_set<size_t>();  // hashes of keys that compiled before
   size_t key_hash = std::hash<std::string>{}(key);
   std::string name = full_name(op.schema());
@@ -693,7 +719,7 @@ std::shared_ptr<Program> compile_on_miss(const c10::OperatorHandle& op, std::vec
     // Evicted from the LRU and needed again: same inputs, not a recompile.
     runtime::note_op_reload();
     runtime::CompileNote note("(reloaded: evicted from the program cache)", "");
-    return compile_op(op, args, device);
+    return compile_op(op, args, device, donate);
   }
   CallFacts facts = describe_call(op.schema(), args, opts);  // before compile_op resizes out= tensors
   NewProgram why = explain_new_program(name, facts);
@@ -701,7 +727,7 @@ std::shared_ptr<Program> compile_on_miss(const c10::OperatorHandle& op, std::vec
   std::shared_ptr<Program> prog;
   {
     runtime::CompileNote note("(#" + std::to_string(why.count) + " for this op)", why.reason);
-    prog = compile_op(op, args, device);
+    prog = compile_op(op, args, device, donate);
   }
   compiled_keys->insert(key_hash);
   remember_program(name, std::move(facts));
@@ -711,6 +737,40 @@ std::shared_ptr<Program> compile_on_miss(const c10::OperatorHandle& op, std::vec
   if (compiled || runtime::eager_mode() != runtime::EagerMode::kFused)
     runtime::record_compile({"op", name, why.reason, why.count, compiled ? "compile" : "load"});
   return prog;
+}
+
+
+// Per schema argument: a single tensor the op writes partly (a view that
+// is not its whole storage) whose storage buffer is real, at least
+// kMinDonatedBytes, and held by that storage alone, so the op's program
+// may take the buffer and update the view's elements in place (compile_op).
+// Without it XLA writes the whole storage anew for every slice written
+// (DDP's copies into its flat gradient bucket). Outside Fused Eager only:
+// a fused trace places its results itself (donation.h). Empty when no
+// argument qualifies, so the key of most ops is unchanged.
+std::vector<bool> donatable_writes(const OpInfo& info, const std::vector<c10::IValue>& args) {
+  std::vector<bool> donate;
+  static const bool enabled = [] {  // TORCH_TPU_SLICE_DONATION=0: off (to measure against)
+    const char* e = std::getenv("TORCH_TPU_SLICE_DONATION");
+    return !(e && std::string(e) == "0");
+  }();
+  if (!enabled || runtime::eager_mode() == runtime::EagerMode::kFused) return donate;
+  for (size_t a = 0; a < info.num_arguments && a < args.size(); ++a) {
+    if (!is_write(info.arguments[a]) || !args[a].isTensor()) continue;
+    const at::Tensor& t = args[a].toTensor();
+    if (!t.defined() || !t.is_privateuseone()) continue;
+    const auto& sb = device::storage_buffer(t.storage());
+    if (!sb.buffer || sb.buffer.use_count() != 1 || runtime::byte_size(sb.buffer->type()) < runtime::kMinDonatedBytes)
+      continue;
+    if (lowering::covers_storage(lowering::ViewLayout{t.sizes(), t.strides(), t.storage_offset()},
+                                 device::storage_numel(t)))
+      continue;  // a whole-storage write reads nothing of the old buffer
+    // A lazy buffer (left by Fused Eager) wraps a real one that others may hold.
+    if (runtime::resolve_buffer(sb.buffer).get() != sb.buffer.get()) continue;
+    if (donate.empty()) donate.assign(args.size(), false);
+    donate[a] = true;
+  }
+  return donate;
 }
 
 }  // namespace
@@ -766,6 +826,11 @@ void run_lowered_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   key += '#';
   SeenStorages storages;
   for (size_t i = 0; i < n; ++i) append_value(key, args[i], schema.arguments()[i], info.operand[i], storages);
+  std::vector<bool> donate = donatable_writes(info, args);
+  if (!donate.empty()) {
+    key += "|d";
+    for (bool d : donate) key += d ? '1' : '0';
+  }
 
   std::shared_ptr<Program> prog;
   auto* hit = cache().find(key);
@@ -783,7 +848,8 @@ void run_lowered_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     }
     ++g_stats.misses;
     prog = compile_on_miss(op, args, device, key, KeyOptions{device, static_cast<int>(lowering::matmul_precision()),
-                                                             info.static_scalars, info.runtime_floats});
+                                                             info.static_scalars, info.runtime_floats},
+                           donate);
     cache().put(key, prog);
   }
   run_program(*prog, args, stack);
