@@ -27,9 +27,21 @@ void check_supported(LowerCtx& ctx, at::ScalarType t) {
   TORCH_CHECK(t != at::kBool, "\"", ctx.op_name(), "\" not implemented for 'Bool'");
 }
 
+// Whether a matrix (or batch of matrices) operand's last dimension, the one
+// mm/bmm contract on the lhs, is not its innermost in memory while the
+// dimension before it is: a transposed view (unfolded_transposed_lhs).
+bool transposed_view(const at::Tensor& t) {
+  int64_t r = t.dim();
+  if (r < 2 || t.size(r - 1) < 2 || t.size(r - 2) < 2) return false;
+  return t.stride(r - 2) == 1 && t.stride(r - 1) != 1;
+}
+
 // lhs · rhs in the accumulation type of `out`.
 Value product(LowerCtx& ctx, const char* lhs_name, const char* rhs_name, const hlo::DotDims& dd, at::ScalarType out) {
   Value a = ctx.tensor(lhs_name), b = ctx.tensor(rhs_name);
+  bool lhs_contracts_last =
+      dd.lhs_contract.size() == 1 && dd.lhs_contract[0] == a.rank() - 1 && a.rank() >= 2 && b.rank() >= 2;
+  if (lhs_contracts_last) a = unfolded_transposed_lhs(a, transposed_view(ctx.tensor_arg(lhs_name)));
   check_supported(ctx, a.element() == ElementType::kPred ? at::kBool : out);
   ElementType acc = acc_type(out);
   // Mixed input dtypes are an error, as on CPU (the meta kernels do not

@@ -45,4 +45,10 @@ hlo::Value matmul_dot(hlo::Value a, hlo::Value b, const hlo::DotDims& dd, hlo::E
   return out;
 }
 
+hlo::Value unfolded_transposed_lhs(hlo::Value lhs, bool transposed_view) {
+  if (!transposed_view || lhs.element() != hlo::ElementType::kF32 || runtime::get().platform().platform != "cpu")
+    return lhs;
+  return lhs.builder().emit("optimization_barrier", {lhs}, lhs.type());
+}
+
 }  // namespace torch_tpu::lowering

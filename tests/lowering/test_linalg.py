@@ -135,6 +135,26 @@ def test_grad_mm_bmm():
     check_grad(torch.dot, make((4,)), make((4,), seed=1))
 
 
+def test_transposed_lhs_products():
+    # A lhs read through a transposed view (autograd's weight gradient
+    # grad_out.t() @ x, bmm's backward) is kept a transpose on XLA:CPU
+    # (linalg.cpp: unfolded_transposed_lhs) so the dot goes to YNNPACK; the
+    # products must not change. Sizes as the small GPT's, a slice of a wider
+    # storage, an elementwise producer fused with the transpose, a size-1 edge.
+    g, x = make((64, 24)), make((64, 16), seed=1)
+    check(lambda g, x: torch.mm(g.t(), x), g, x)
+    check(lambda g, x: torch.mm((g * 2 + 1).t(), x), g, x)
+    check(lambda g, x: torch.mm(g[:, 4:20].t(), x), g, x)
+    check(lambda g, x: torch.mm(g[:1].t(), x[:1]), g, x)
+    check(lambda b, g, x: torch.addmm(b, g.t(), x, beta=0.5, alpha=2.0), make((16,), seed=2), g, x)
+    a, b = make((4, 32, 8)), make((4, 32, 16), seed=1)
+    check(lambda a, b: torch.bmm(a.transpose(1, 2), b), a, b)
+    check(lambda c, a, b: torch.baddbmm(c, a.transpose(1, 2), b), make((4, 8, 16), seed=2), a, b)
+    check(lambda a, b: torch.matmul(a.transpose(1, 2), b), a, b)
+    check(lambda a, b: torch.mm(a.t(), b), make((8, 6), BF16), make((8, 5), BF16, seed=1), **tol(BF16))
+    check_grad(lambda w, x: F.linear(x, w).tanh().sum(), make((24, 16)), make((2, 32, 16), seed=1))
+
+
 def test_grad_addmm():
     check_grad(torch.addmm, make((5,)), make((3, 4), seed=1), make((4, 5), seed=2))
     check_grad(torch.addmm, make((3, 5)), make((3, 4), seed=1), make((4, 5), seed=2))
