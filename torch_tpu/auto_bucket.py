@@ -5,9 +5,10 @@ A decode loop grows its KV cache, token buffer and attention mask by one
 step each time (`x = torch.cat([x, new], dim)`), so every op that reads
 them would compile once per length. Here, in Fused Eager and with autograd
 off, a `cat` whose first non-empty piece is itself the result of a `cat`
-along the same dim (the second growth of one buffer) returns a
-BoundedTensor (bounded_tensor.py): the same value, stored padded along that
-dim to the next power of two. From then on every op on it runs through the
+along the same dim, made before the last trace ran (the next step of a
+loop, not a second cat in the same step or graph), returns a BoundedTensor
+(bounded_tensor.py): the same value, stored padded along that dim to the
+next power of two. From then on every op on it runs through the
 padding rules (bounded_rules.py), which mask padded entries out of
 reductions, softmax, contractions and argmax, so results are exact and the
 programs depend on the bucket only; an op no rule covers runs on the real
@@ -16,7 +17,10 @@ sizes (compiled per size, with a warning), as for a marked tensor.
 The hook is a Python kernel for `aten::cat` on the tpu device (PyTorch's
 supported `torch.library` registration), installed the first time Fused
 Eager is turned on; it runs the engine's own `cat.out`. Outside Fused
-Eager, with autograd on, or with TPU_FUSE_BUCKET=0 it only forwards.
+Eager, with autograd on, during a graph capture, or with TPU_FUSE_BUCKET=0
+it only forwards. A result that becomes bounded is a wrapper subclass: its
+values, shape and every op are a tensor's, but it has no storage of its own
+(`data_ptr()`, `untyped_storage()` are those of no real buffer).
 """
 
 from __future__ import annotations
@@ -60,12 +64,17 @@ def _cat(tensors, dim=0):
         return out
     from . import _C
 
-    if _C._get_eager_mode() != 2:  # Fused Eager only: Strict Eager has no trace to keep stable
+    if _C._get_eager_mode() != 2 or _C._replay_capture_active():  # Strict Eager has no trace to keep stable
         return out
     d = dim % out.dim()
     first = next((t for t in tensors if t.numel() > 0), None)
-    if first is None or getattr(first, "_tpu_cat_dim", None) != d:
-        out._tpu_cat_dim = d  # the next cat of this result along d makes it bounded
+    flushes = _C._fusion_stats()["flushes"]
+    grown = getattr(first, "_tpu_cat_grown", None) if first is not None else None
+    if grown is None or grown[0] != d or grown[1] == flushes:
+        # The next cat of this result along d makes it bounded if a trace
+        # ran in between (the next step of a loop; not a second cat in the
+        # same step, or in a graph).
+        out._tpu_cat_grown = (d, flushes)
         return out
     from .bounded_graph import bucket, pad_to
     from .bounded_tensor import BoundedTensor
