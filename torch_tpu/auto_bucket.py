@@ -20,7 +20,7 @@ Eager is turned on; it runs the engine's own `cat.out`. Outside Fused
 Eager, with autograd on, during a graph capture, or with TPU_FUSE_BUCKET=0
 it only forwards. A result that becomes bounded is a wrapper subclass: its
 values, shape and every op are a tensor's, but it has no storage of its own
-(`data_ptr()`, `untyped_storage()` are those of no real buffer).
+(`data_ptr()` is 0, `untyped_storage()` is not the padded buffer).
 """
 
 from __future__ import annotations
