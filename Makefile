@@ -26,9 +26,11 @@ build: $(EXT)
 
 BENCH_DEPS := $(VENV)/.bench-deps-stamp
 
-# issue14.py runs eager_overhead.py and compile.py (small GPT and GPT-2
+# issue14.py runs eager_overhead.py, compile.py (small GPT and GPT-2
 # shape; each configuration in a fresh process, 3 rounds: 10-30 minutes
-# here) and ends with one table of every ratio of issue 14 and its goal.
+# here) and fused_generate.py (a cold 64-token generate, Strict and Fused:
+# 5-10 minutes here) and ends with one table of every ratio of issue 14 and
+# its goal.
 bench: $(EXT) $(BENCH_DEPS)
 	$(PY) benchmarks/eager_modes.py
 	$(PY) benchmarks/issue14.py

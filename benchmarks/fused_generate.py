@@ -14,7 +14,11 @@ Modes: strict, fused, fused0 (Fused Eager with TPU_FUSE_SPLIT=0: every
 changed trace compiles whole, as before recurring traces were split).
 
 Usage: python benchmarks/fused_generate.py [--tokens 64] [--models llama,gpt2]
-       [--caches dynamic,static] [--modes strict,fused0,fused] [--reasons 6]
+       [--caches dynamic,static] [--modes strict,fused0,fused] [--reasons 6] [--json PATH]
+
+--json PATH writes every row (model, cache, mode and the worker's figures,
+with `vs_strict`: cold / Strict's cold in the same run) for
+benchmarks/issue14.py.
 """
 
 import argparse
@@ -82,6 +86,7 @@ def main():
     ap.add_argument("--modes", default="strict,fused0,fused")
     ap.add_argument("--reasons", type=int, default=6)
     ap.add_argument("--timeout", type=int, default=900)
+    ap.add_argument("--json", help="write the rows here (benchmarks/issue14.py reads them)")
     ap.add_argument("--worker", action="store_true")
     ap.add_argument("--model")
     ap.add_argument("--cache")
@@ -89,6 +94,7 @@ def main():
     if a.worker:
         return worker(a)
     ok = True
+    rows = []
     print(f"cold greedy generate, {a.tokens} new tokens, prompt 8 (fresh process, empty compile cache)")
     print(f"{'model':6s} {'cache':8s} {'mode':6s} {'cold s':>8s} {'warm s':>7s} {'XLA':>5s} {'fused':>6s} "
           f"{'fused 2nd':>9s} {'split':>5s}  tokens")
@@ -122,11 +128,16 @@ def main():
                     strict_cold = r["cold"]
                 elif strict_cold:
                     ratio = f"  ({r['cold'] / strict_cold:.2f}x Strict cold)"
+                    r["vs_strict"] = r["cold"] / strict_cold
+                rows.append(dict(r, model=model, cache=cache, mode=mode, tokens=a.tokens))
                 print(f"{model:6s} {cache:8s} {mode:6s} {r['cold']:8.2f} {r['warm']:7.2f} {r['xla']:5d} "
                       f"{r['fused']:6d} {r['fused_again']:9d} {r['split']:5d}  {'= CPU' if r['same'] else 'DIFFERENT'}{ratio}",
                       flush=True)
                 for reason in r["reasons"]:
                     print(f"    fused recompile: {reason[:200]}")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(dict(rows=rows, load=os.getloadavg()[0]), f)
     raise SystemExit(0 if ok else 1)
 
 

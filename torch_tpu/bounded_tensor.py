@@ -265,6 +265,29 @@ def _new_plan(func, flat, spec):
     return fake_flat, fout, node, plan(node), list(real_of), upper_of
 
 
+_real_cache: "OrderedDict" = None  # (sizes, device) -> int64 tpu tensor
+
+
+def _real_sizes(values: tuple, device) -> torch.Tensor:
+    """The real sizes as a device tensor, uploaded once per distinct tuple:
+    a decode step runs dozens of ops with the same sizes, and the rules
+    only read it (masks, counts)."""
+    from collections import OrderedDict
+
+    global _real_cache
+    if _real_cache is None:
+        _real_cache = OrderedDict()
+    key = (values, device)
+    t = _real_cache.get(key)
+    if t is None:
+        t = _real_cache[key] = torch.tensor(list(values), dtype=torch.int64).to(device)
+        if len(_real_cache) > 256:
+            _real_cache.popitem(last=False)
+    else:
+        _real_cache.move_to_end(key)
+    return t
+
+
 def _run_padded(func, args, kwargs):
     flat, spec = tree_flatten((args, kwargs))
     (fake_flat, fout, node, rule, syms, upper_of), sizes = _plan(func, flat, spec)
@@ -273,7 +296,7 @@ def _run_padded(func, args, kwargs):
     padded_sizes = {s: bucket(v, upper_of.get(s)) for s, v in real_of.items()}
     device = next(p.device for p in padded if isinstance(p, torch.Tensor) and p.device.type == "tpu")
     syms = list(real_of)
-    real_t = torch.tensor([real_of[s] for s in syms], dtype=torch.int64).to(device)
+    real_t = _real_sizes(tuple(real_of[s] for s in syms), device)
     call = _Call(padded_sizes, real_t, {s: i for i, s in enumerate(syms)})
     run_flat = [padded_sizes[f.node.expr] if isinstance(f, torch.SymInt) else p for f, p in zip(fake_flat, padded)]
     rargs, rkwargs = tree_unflatten(run_flat, spec)
