@@ -10,11 +10,12 @@ fused programs compiled (`torch_tpu.compile_stats()`), the recompile reasons
 of the fused programs (the first few) and whether the tokens equal CPU's.
 No assertions on time; exits 1 if tokens differ.
 
-Modes: strict, fused, fused0 (Fused Eager with TPU_FUSE_SPLIT=0: every
+Modes: strict, fused, fusedb (Fused Eager with automatic buckets,
+TPU_FUSE_BUCKET=1), fused0 (Fused Eager with TPU_FUSE_SPLIT=0: every
 changed trace compiles whole, as before recurring traces were split).
 
 Usage: python benchmarks/fused_generate.py [--tokens 64] [--models llama,gpt2]
-       [--caches dynamic,static] [--modes strict,fused0,fused] [--reasons 6] [--json PATH]
+       [--caches dynamic,static] [--modes strict,fused,fusedb,fused0] [--reasons 6] [--json PATH]
 
 --json PATH writes every row (model, cache, mode and the worker's figures,
 with `vs_strict`: cold / Strict's cold in the same run) for
@@ -83,7 +84,7 @@ def main():
     ap.add_argument("--tokens", type=int, default=64)
     ap.add_argument("--models", default="llama,gpt2")
     ap.add_argument("--caches", default="dynamic,static")
-    ap.add_argument("--modes", default="strict,fused0,fused")
+    ap.add_argument("--modes", default="strict,fused,fusedb")
     ap.add_argument("--reasons", type=int, default=6)
     ap.add_argument("--timeout", type=int, default=900)
     ap.add_argument("--json", help="write the rows here (benchmarks/issue14.py reads them)")
@@ -108,6 +109,9 @@ def main():
                     env["TPU_DEFER_AND_FUSE"] = "1"
                 if mode == "fused0":  # as before splitting (TPU_FUSE_SPLIT=0)
                     env["TPU_FUSE_SPLIT"] = "0"
+                env.pop("TPU_FUSE_BUCKET", None)
+                if mode == "fusedb":  # automatic buckets (opt-in, auto_bucket.py)
+                    env["TPU_FUSE_BUCKET"] = "1"
                 cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--model", model, "--cache", cache,
                        "--tokens", str(a.tokens), "--reasons", str(a.reasons)]
                 try:

@@ -30,8 +30,8 @@ class TinyLM(nn.Module):
 
 
 @contextlib.contextmanager
-def no_auto_bucket():
-    prev = auto_bucket.set_enabled(False)
+def auto_bucketing(on):
+    prev = auto_bucket.set_enabled(on)
     try:
         yield
     finally:
@@ -76,7 +76,7 @@ def test_decode_loop_fused_compiles_bounded_and_matches_cpu():
     tpu_model = TinyLM().eval()
     tpu_model.load_state_dict(model.state_dict())
     tpu_model.to("tpu")
-    with torch.no_grad(), no_auto_bucket():  # this test is about splitting; bucketing is below
+    with torch.no_grad(), auto_bucketing(False):  # this test is about splitting; bucketing is below
         want, want_k, want_state = generate(model, "cpu", steps)
         with torch_tpu.eager_mode("fused"):
             # The first two steps: each op's program for these sizes exists.
@@ -140,7 +140,7 @@ def test_growing_cat_is_bucketed_without_marks():
 
     with torch.no_grad():
         want, want_k, want_state = generate(model, "cpu", steps)
-        with torch_tpu.eager_mode("fused"):
+        with torch_tpu.eager_mode("fused"), auto_bucketing(True):  # opt-in (auto_bucket.py)
             before = programs()
             got, got_k, got_state = generate(tpu_model, "tpu", steps, after_step=count)
     assert got == want

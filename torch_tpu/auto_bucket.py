@@ -16,8 +16,9 @@ sizes (compiled per size, with a warning), as for a marked tensor.
 
 The hook is a Python kernel for `aten::cat` on the tpu device (PyTorch's
 supported `torch.library` registration), installed the first time Fused
-Eager is turned on; it runs the engine's own `cat.out`. Outside Fused
-Eager, with autograd on, during a graph capture, or with TPU_FUSE_BUCKET=0
+Eager is turned on with bucketing enabled (or by set_enabled(True)); it runs the engine's own `cat.out`. Outside Fused
+Eager, with autograd on, during a graph capture, or unless enabled
+(TPU_FUSE_BUCKET=1 or set_enabled(True): off by default, see below)
 it only forwards. A result that becomes bounded is a wrapper subclass: its
 values, shape and every op are a tensor's, but it has no storage of its own
 (`data_ptr()` is 0, `untyped_storage()` is not the padded buffer).
@@ -31,14 +32,17 @@ import os
 import torch
 
 _lib = None
-_enabled = os.environ.get("TPU_FUSE_BUCKET", "1") != "0"
+# Opt-in (TPU_FUSE_BUCKET=1): every op on a BoundedTensor goes through Python,
+# so a warm generate runs several times slower than a split one (design.md).
+_enabled = os.environ.get("TPU_FUSE_BUCKET", "0") == "1"
 _stats = {"bucketed": 0}
 
 
 def install() -> None:
-    """Registers the cat kernel (once per process)."""
+    """Registers the cat kernel (once per process), only when bucketing is
+    enabled: a disabled hook would still cost every cat a Python call."""
     global _lib
-    if _lib is not None:
+    if _lib is not None or not _enabled:
         return
     _lib = torch.library.Library("aten", "IMPL")
     _lib.impl("cat", _cat, "PrivateUse1")
@@ -49,6 +53,7 @@ def set_enabled(on: bool) -> bool:
     start); returns the previous setting."""
     global _enabled
     prev, _enabled = _enabled, bool(on)
+    install()
     return prev
 
 
