@@ -218,7 +218,10 @@ def compile_stats() -> dict:
     backend: forward, backward or inference), `graph_calls`, and of the
     runtime below it: `xla_compiles` (every XLA compile of the process,
     eager ops included), `fused_compiles` / `fused_cache_hits` (fused
-    programs built / found in the cache), `replays` (graph calls served by a
+    programs built / found in the cache), `quick_compiles` /
+    `quick_rebuilds` (programs a graph's first call compiled at LLVM -O0,
+    runtime/compile_tier.h / those of them rebuilt optimised at their third
+    run; rebuilds are not in `xla_compiles`), `replays` (graph calls served by a
     replay of a captured fused program, no per-op dispatch), `captures`
     (replays recorded) and `replay_refused` (captures that could not be
     replayed). A graph called again with the same shapes adds to
@@ -237,6 +240,8 @@ def compile_stats() -> dict:
     fusion = _C._fusion_stats()
     out.update(xla_compiles=_C._compile_count(), fused_compiles=fusion["compiles"],
                fused_cache_hits=fusion["cache_hits"], **replay_stats())
+    quick = _C._quick_compile_stats()
+    out.update(quick_compiles=quick["quick_compiles"], quick_rebuilds=quick["quick_rebuilds"])
     rec = _C._recompile_stats()
     out.update({k: rec[k] for k in ("recompiles", "graph_recompiles", "fused_recompiles", "op_recompiles")})
     return out

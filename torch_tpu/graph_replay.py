@@ -143,10 +143,10 @@ class ReplayCache:
             # (Another graph being captured, e.g. on another thread: this
             # call runs plainly, and that capture will be refused.)
             entry.calls += 1
-            return self._run_plain(args)
+            return self._run_plain(args, quick=entry.calls == 1)
         return self._capture(key, args)
 
-    def _run_plain(self, args: list) -> Any:
+    def _run_plain(self, args: list, quick: bool = False) -> Any:
         # Deferred eager work from before the call runs first, as the capture
         # does: every call of a signature then builds the same trace (in
         # Fused Eager it would otherwise join the graph's trace), so the
@@ -157,9 +157,15 @@ class ReplayCache:
         # (runtime/donation.h), so an input dropped early would make this
         # call's program differ from the capture's and compile twice.
         inputs = list(args)
+        # A signature's first call compiles its programs quick (LLVM -O0,
+        # runtime/compile_tier.h): with chained replays they run on this
+        # call and the capture only; a third run rebuilds them optimised.
+        prev = _C._set_quick_compile(True) if quick else None
         try:
             return self.run_ops(args)
         finally:
+            if quick:
+                _C._set_quick_compile(prev)
             del inputs
 
     def _capture(self, key: bytes, args: list) -> Any:
