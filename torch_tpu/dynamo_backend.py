@@ -48,9 +48,10 @@ def decompositions() -> dict:
     return table
 
 
-def _fused_graph_compiler(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
+def _fused_graph_compiler(gm: torch.fx.GraphModule, example_inputs: list, quick_first: bool = True) -> Callable:
     """Returns a boxed function (it takes the argument list, so AOTAutograd
-    may free the inputs) that runs `gm` as one fused program."""
+    may free the inputs) that runs `gm` as one fused program. `quick_first`:
+    its first call compiles quick (graph_replay.py)."""
     from torch.fx.graph import _BoxedCodeGen
 
     compile_errors.check_graph_lowerable(gm)  # an op with no lowering fails here, not mid-run
@@ -77,7 +78,7 @@ def _fused_graph_compiler(gm: torch.fx.GraphModule, example_inputs: list) -> Cal
 
     # Calls after the first run as a replay of the fused program when the
     # graph allows (graph_replay.py): no per-op dispatch.
-    replay = ReplayCache(run_ops)
+    replay = ReplayCache(run_ops, quick_first=quick_first)
 
     def run(args: list) -> Any:
         with _stats_lock:
@@ -93,7 +94,10 @@ def _inference_graph_compiler(gm: torch.fx.GraphModule, example_inputs: list) ->
     (bounded_graph.py); others as `_fused_graph_compiler`."""
     from .bounded_graph import make_runner
 
-    return make_runner(gm, _fused_graph_compiler(gm, example_inputs))
+    # Not quick: an optimizer step is an inference graph, and its
+    # elementwise updates over every parameter run ~6x slower at -O0 than
+    # the compile saves (docs/design.md, "First-call compile time").
+    return make_runner(gm, _fused_graph_compiler(gm, example_inputs, quick_first=False))
 
 
 @functools.lru_cache(maxsize=None)

@@ -109,10 +109,13 @@ class _Entry:
 class ReplayCache:
     """Runs `run_ops(args)` (boxed: it may clear `args`), replaying it when
     it can. `max_entries` signatures are kept (least recently used out);
-    `capture_after` plain calls of a signature precede its capture."""
+    `capture_after` plain calls of a signature precede its capture;
+    `quick_first`: a signature's first call compiles quick."""
 
-    def __init__(self, run_ops: Callable[[list], Any], max_entries: int = 64, capture_after: int = 1):
+    def __init__(self, run_ops: Callable[[list], Any], max_entries: int = 64, capture_after: int = 1,
+                 quick_first: bool = False):
         self.run_ops = run_ops
+        self.quick_first = quick_first
         self.max_entries = max_entries
         self.capture_after = capture_after
         self._entries: OrderedDict = OrderedDict()
@@ -143,7 +146,7 @@ class ReplayCache:
             # (Another graph being captured, e.g. on another thread: this
             # call runs plainly, and that capture will be refused.)
             entry.calls += 1
-            return self._run_plain(args, quick=entry.calls == 1)
+            return self._run_plain(args, quick=self.quick_first and entry.calls == 1)
         return self._capture(key, args)
 
     def _run_plain(self, args: list, quick: bool = False) -> Any:
