@@ -4,6 +4,7 @@ replays, they are chained into one pending trace and run as one XLA program.
 Checked against the three-program path (chaining off) and CPU."""
 
 import copy
+import os
 
 import pytest
 import torch
@@ -138,3 +139,27 @@ def test_chained_inference_calls_read_correctly():
     assert_close(out, ref, **TOL)
     assert_close(s, ref.sum(0), **TOL)
     assert _C._fusion_stats()["chained_replays"] > 0
+
+
+@pytest.mark.skipif(os.environ.get("TORCH_TPU_QUICK_FIRST_COMPILE") == "0", reason="quick first compiles off")
+def test_quick_first_compiles_are_rebuilt_when_reused_and_match_cpu():
+    # A graph's first call compiles its fused programs quick (LLVM -O0,
+    # runtime/compile_tier.h). With three programs per step, replays run
+    # them again from step 3: each is rebuilt optimised at its third run
+    # (not an XLA compile in the counters), and every step equals CPU's.
+    # (A batch size no other test here uses: the fused programs are new to
+    # this process, so they are compiled here, not found in the cache.)
+    torch.manual_seed(1)
+    init = Net()
+    data = [(torch.randn(11, 12), torch.randint(0, 5, (11,))) for _ in range(4)]
+    ref_losses, ref_params = train(copy.deepcopy(init), data, "cpu", chain=False)
+    before = _C._quick_compile_stats()
+    losses, params = train(copy.deepcopy(init), data, "tpu", chain=False)
+    after = _C._quick_compile_stats()
+    quick = after["quick_compiles"] - before["quick_compiles"]
+    rebuilt = after["quick_rebuilds"] - before["quick_rebuilds"]
+    assert quick >= 1, (before, after)
+    assert 1 <= rebuilt <= quick, (before, after)
+    assert_close(losses, ref_losses, **TOL)
+    for p, r in zip(params, ref_params):
+        assert_close(p, r, **TOL)

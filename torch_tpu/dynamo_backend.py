@@ -48,9 +48,10 @@ def decompositions() -> dict:
     return table
 
 
-def _fused_graph_compiler(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
+def _fused_graph_compiler(gm: torch.fx.GraphModule, example_inputs: list, quick_first: bool = True) -> Callable:
     """Returns a boxed function (it takes the argument list, so AOTAutograd
-    may free the inputs) that runs `gm` as one fused program."""
+    may free the inputs) that runs `gm` as one fused program. `quick_first`:
+    its first call compiles quick (graph_replay.py)."""
     from torch.fx.graph import _BoxedCodeGen
 
     compile_errors.check_graph_lowerable(gm)  # an op with no lowering fails here, not mid-run
@@ -77,7 +78,7 @@ def _fused_graph_compiler(gm: torch.fx.GraphModule, example_inputs: list) -> Cal
 
     # Calls after the first run as a replay of the fused program when the
     # graph allows (graph_replay.py): no per-op dispatch.
-    replay = ReplayCache(run_ops)
+    replay = ReplayCache(run_ops, quick_first=quick_first)
 
     def run(args: list) -> Any:
         with _stats_lock:
@@ -93,7 +94,10 @@ def _inference_graph_compiler(gm: torch.fx.GraphModule, example_inputs: list) ->
     (bounded_graph.py); others as `_fused_graph_compiler`."""
     from .bounded_graph import make_runner
 
-    return make_runner(gm, _fused_graph_compiler(gm, example_inputs))
+    # Not quick: an optimizer step is an inference graph, and its
+    # elementwise updates over every parameter run ~6x slower at -O0 than
+    # the compile saves (docs/design.md, "First-call compile time").
+    return make_runner(gm, _fused_graph_compiler(gm, example_inputs, quick_first=False))
 
 
 @functools.lru_cache(maxsize=None)
@@ -218,7 +222,10 @@ def compile_stats() -> dict:
     backend: forward, backward or inference), `graph_calls`, and of the
     runtime below it: `xla_compiles` (every XLA compile of the process,
     eager ops included), `fused_compiles` / `fused_cache_hits` (fused
-    programs built / found in the cache), `replays` (graph calls served by a
+    programs built / found in the cache), `quick_compiles` /
+    `quick_rebuilds` (programs a graph's first call compiled at LLVM -O0,
+    runtime/compile_tier.h / those of them rebuilt optimised at their third
+    run; rebuilds are not in `xla_compiles`), `replays` (graph calls served by a
     replay of a captured fused program, no per-op dispatch), `captures`
     (replays recorded) and `replay_refused` (captures that could not be
     replayed). A graph called again with the same shapes adds to
@@ -237,6 +244,8 @@ def compile_stats() -> dict:
     fusion = _C._fusion_stats()
     out.update(xla_compiles=_C._compile_count(), fused_compiles=fusion["compiles"],
                fused_cache_hits=fusion["cache_hits"], **replay_stats())
+    quick = _C._quick_compile_stats()
+    out.update(quick_compiles=quick["quick_compiles"], quick_rebuilds=quick["quick_rebuilds"])
     rec = _C._recompile_stats()
     out.update({k: rec[k] for k in ("recompiles", "graph_recompiles", "fused_recompiles", "op_recompiles")})
     return out

@@ -109,10 +109,13 @@ class _Entry:
 class ReplayCache:
     """Runs `run_ops(args)` (boxed: it may clear `args`), replaying it when
     it can. `max_entries` signatures are kept (least recently used out);
-    `capture_after` plain calls of a signature precede its capture."""
+    `capture_after` plain calls of a signature precede its capture;
+    `quick_first`: a signature's first call compiles quick."""
 
-    def __init__(self, run_ops: Callable[[list], Any], max_entries: int = 64, capture_after: int = 1):
+    def __init__(self, run_ops: Callable[[list], Any], max_entries: int = 64, capture_after: int = 1,
+                 quick_first: bool = False):
         self.run_ops = run_ops
+        self.quick_first = quick_first
         self.max_entries = max_entries
         self.capture_after = capture_after
         self._entries: OrderedDict = OrderedDict()
@@ -143,10 +146,10 @@ class ReplayCache:
             # (Another graph being captured, e.g. on another thread: this
             # call runs plainly, and that capture will be refused.)
             entry.calls += 1
-            return self._run_plain(args)
+            return self._run_plain(args, quick=self.quick_first and entry.calls == 1)
         return self._capture(key, args)
 
-    def _run_plain(self, args: list) -> Any:
+    def _run_plain(self, args: list, quick: bool = False) -> Any:
         # Deferred eager work from before the call runs first, as the capture
         # does: every call of a signature then builds the same trace (in
         # Fused Eager it would otherwise join the graph's trace), so the
@@ -157,9 +160,15 @@ class ReplayCache:
         # (runtime/donation.h), so an input dropped early would make this
         # call's program differ from the capture's and compile twice.
         inputs = list(args)
+        # A signature's first call compiles its programs quick (LLVM -O0,
+        # runtime/compile_tier.h): with chained replays they run on this
+        # call and the capture only; a third run rebuilds them optimised.
+        prev = _C._set_quick_compile(True) if quick else None
         try:
             return self.run_ops(args)
         finally:
+            if quick:
+                _C._set_quick_compile(prev)
             del inputs
 
     def _capture(self, key: bytes, args: list) -> Any:

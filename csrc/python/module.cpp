@@ -11,6 +11,7 @@
 #include "exec/cpu_fallback.h"
 #include "exec/op_runner.h"
 #include "lowering/registry.h"
+#include "runtime/compile_tier.h"
 #include "runtime/compile_cache.h"
 #include "runtime/deferred_checks.h"
 #include "runtime/modes.h"
@@ -75,6 +76,17 @@ PYBIND11_MODULE(_C, m) {
   m.def("_manual_seed_all", [](uint64_t seed) { device::manual_seed_all(seed); });
   m.def("_compile_count", [] { return runtime::started() ? runtime::get().compile_count() : 0; });
   m.def("_compile_seconds", [] { return runtime::started() ? runtime::get().compile_seconds() : 0.0; });
+  // Quick first compiles (runtime/compile_tier.h): graph_replay.py opens the
+  // scope around a graph's first call.
+  m.def("_set_quick_compile", [](bool on) { return runtime::set_quick_compile(on); });
+  m.def("_quick_compile_stats", [] {
+    auto s = runtime::quick_compile_stats();
+    py::dict d;
+    d["quick_compiles"] = s.quick_compiles;
+    d["quick_rebuilds"] = s.rebuilds;
+    d["quick_rebuild_seconds"] = s.rebuild_seconds;
+    return d;
+  });
   m.def("_program_cache_stats", [] {
     auto s = exec::program_cache_stats();
     return py::make_tuple(s.programs, s.hits, s.misses);

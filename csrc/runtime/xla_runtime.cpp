@@ -21,6 +21,7 @@
 
 #include "runtime/collective_runtime.h"
 #include "runtime/compile_cache.h"
+#include "runtime/compile_tier.h"
 #include "runtime/donation.h"
 #include "runtime/modes.h"
 #include "runtime/recompile_log.h"
@@ -219,19 +220,47 @@ class JaxExecutable final : public Executable {
   // handlers made once here (what jax's own dispatch does): jaxlib's
   // `execute` is a Python wrapper that builds a sharding in Python for
   // every output of every call (~3 us of a 10 us op).
-  void set_fast_path(py::object execute_sharded, py::object handlers) {
-    execute_sharded_ = execute_sharded.release().ptr();
-    handlers_ = handlers.release().ptr();
-  }
   PyObject* execute_sharded() const { return execute_sharded_; }  // null: no fast path
   PyObject* handlers() const { return handlers_; }
 
+  // A quick first compile (compile_tier.h) keeps what it needs to be
+  // rebuilt at the normal level, and counts its runs. Mutable: every holder
+  // of this executable gets the rebuilt program (GIL held).
+  void set_quick(std::string text, std::string what) {
+    quick_text_ = std::move(text);
+    quick_what_ = std::move(what);
+    quick_ = true;
+  }
+  bool quick() const { return quick_; }
+  int note_run() const { return ++runs_; }
+  std::string take_quick_text() const {
+    quick_ = false;
+    return std::move(quick_text_);
+  }
+  const std::string& quick_what() const { return quick_what_; }
+  // The rebuilt program replaces this one (its fast path is set again).
+  void replace(py::object exe) const {
+    DeferredRelease::instance().release(exe_);
+    DeferredRelease::instance().release(execute_sharded_);
+    DeferredRelease::instance().release(handlers_);
+    exe_ = exe.release().ptr();
+    execute_sharded_ = handlers_ = nullptr;
+  }
+  void set_fast_path(py::object execute_sharded, py::object handlers) const {
+    execute_sharded_ = execute_sharded.release().ptr();
+    handlers_ = handlers.release().ptr();
+  }
+
  private:
-  PyObject* exe_;
-  PyObject* execute_sharded_ = nullptr;
-  PyObject* handlers_ = nullptr;
+  mutable PyObject* exe_;
+  mutable PyObject* execute_sharded_ = nullptr;
+  mutable PyObject* handlers_ = nullptr;
   int device_;
   std::vector<hlo::TensorType> out_types_;
+  mutable bool quick_ = false;
+  mutable int runs_ = 0;
+  mutable std::string quick_text_;
+  std::string quick_what_;
 };
 
 const char* numpy_dtype_name(hlo::ElementType e) {
@@ -372,9 +401,15 @@ class XlaRuntime final : public Runtime {
     try {
       py::object dl = device_list_cls_(py::make_tuple(devices_[device]));
       py::object options = compile_options(device);
-      py::object loaded = load_or_compile(text, dl, options, device, "", what);
+      // Quick (compile_tier.h) only where the option exists (XLA:CPU's LLVM
+      // backend), and for programs large enough to gain: a small one (a
+      // zeros buffer, the deferred-check flags) compiles in tens of ms at
+      // any level, and its rebuild would cost more than the quick build saves.
+      bool quick = quick_compile_active() && info_.platform == "cpu" && text.size() >= kQuickMinTextBytes;
+      py::object loaded = load_or_compile(text, dl, options, device, "", what, &quick);
       auto exe = std::make_shared<JaxExecutable>(loaded, device, parse_result_types(text));
       add_fast_path(*exe, loaded, device);
+      if (quick) exe->set_quick(text, what);
       return exe;
     } catch (py::error_already_set& e) {
       TORCH_CHECK(false, "torch_tpu: XLA could not compile the program for ", what, ": ", e.what(),
@@ -490,7 +525,7 @@ class XlaRuntime final : public Runtime {
  private:
   // Result handlers (one committed single-device array per output) for
   // JaxExecutable's fast path. A jaxlib without this API keeps `execute`.
-  void add_fast_path(JaxExecutable& exe, const py::object& loaded, int device) {
+  void add_fast_path(const JaxExecutable& exe, const py::object& loaded, int device) {
     if (array_result_handler_.is_none()) return;
     try {
       py::list handlers;
@@ -519,8 +554,16 @@ class XlaRuntime final : public Runtime {
   // holds it, else compiled by XLA (counted, logged, stored). The cache key
   // is the device's key inputs, with `assignment` (global device ids) as the
   // device assignment when the program spans several devices.
+  //
+  // `quick` (compile_tier.h), when given and true, asks for a quick
+  // compile (LLVM -O0); an optimised build already on disk is taken
+  // instead, and *quick says which one came back. Quick builds are cached
+  // on disk under their own key. `rebuild`: the optimised build of a quick
+  // one, counted in quick_compile_stats() rather than compile_count().
   py::object load_or_compile(const std::string& text, const py::object& dl, const py::object& options, int device,
-                             const std::string& assignment, const std::string& what) {
+                             const std::string& assignment, const std::string& what, bool* quick = nullptr,
+                             bool rebuild = false) {
+    const bool want_quick = quick != nullptr && *quick;
     auto& disk = cache::DiskCache::instance();
     std::string key;
     if (disk.enabled()) {
@@ -529,19 +572,55 @@ class XlaRuntime final : public Runtime {
       key = cache::make_key(text, in);
       if (py::object exe = load_cached(disk, key, dl, options); !exe.is_none()) {
         if (log_recompiles()) log_load(text, what);
+        if (quick) *quick = false;
         return exe;
+      }
+      if (want_quick) {
+        in["llvm_opt_level"] = "0";
+        key = cache::make_key(text, in);
+        if (py::object exe = load_cached(disk, key, dl, options); !exe.is_none()) {
+          if (log_recompiles()) log_load(text, what);
+          return exe;
+        }
       }
       disk.note_miss();
     }
-    dump_program(text, what);
+    if (want_quick) {
+      py::list overrides;
+      overrides.append(py::make_tuple("xla_backend_optimization_level", 0));
+      options.attr("env_option_overrides") = overrides;
+    }
+    if (!rebuild) dump_program(text, what);
     auto start = std::chrono::steady_clock::now();
     py::object exe = backend_.attr("compile_and_load")(py::bytes(text), dl, options);
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    compile_seconds_ += seconds;
-    ++compiles_;
-    if (log_recompiles()) log_compile(text, what, seconds);
+    if (rebuild) {
+      note_rebuild(seconds);
+      if (log_recompiles())
+        std::fprintf(stderr, "torch_tpu: XLA rebuild (%.3f s) for %s: a quick first compile ran %d times, now optimised\n",
+                     seconds, what.c_str(), kQuickRunsBeforeRebuild);
+    } else {
+      compile_seconds_ += seconds;
+      ++compiles_;
+      if (want_quick) note_quick_compile();
+      if (log_recompiles()) log_compile(text, what, seconds);
+    }
     if (disk.enabled()) store_cached(disk, key, exe);
     return exe;
+  }
+
+  // The optimised build of a quick program at its kQuickRunsBeforeRebuild-th
+  // run. A failure keeps the quick build (it computes the same values).
+  void rebuild(const JaxExecutable& exe) {
+    std::string text = exe.take_quick_text();
+    int device = exe.device();
+    try {
+      py::object dl = device_list_cls_(py::make_tuple(devices_[device]));
+      py::object loaded = load_or_compile(text, dl, compile_options(device), device, "", exe.quick_what(), nullptr, true);
+      exe.replace(loaded);
+      add_fast_path(exe, loaded, device);
+    } catch (py::error_already_set&) {
+    }
   }
 
   // The cached executable, or None. An entry XLA refuses is removed (and
@@ -581,20 +660,26 @@ class XlaRuntime final : public Runtime {
     auto& exe = static_cast<const JaxExecutable&>(exe_base);
     GilScope gil;
     DeferredRelease::instance().drain();
+    if (exe.quick() && exe.note_run() >= kQuickRunsBeforeRebuild) rebuild(exe);
     py::list pyargs(args.size());
     for (size_t i = 0; i < args.size(); ++i)
       pyargs[i] = static_cast<JaxBuffer&>(*args[i]).array();
     py::object outs;
     try {
       if (PyObject* run = exe.execute_sharded()) {
+        // Own references for the call: a rebuild on another thread (while
+        // XLA releases the GIL) may replace the executable's.
+        py::object run_ref = py::reinterpret_borrow<py::object>(run);
+        py::object handlers_ref = py::reinterpret_borrow<py::object>(exe.handlers());
         auto results = py::reinterpret_steal<py::object>(PyObject_CallOneArg(run, pyargs.ptr()));
         if (!results) throw py::error_already_set();
         static PyObject* consume = PyUnicode_InternFromString("consume_with_handlers");
-        PyObject* call[2] = {results.ptr(), exe.handlers()};
+        PyObject* call[2] = {results.ptr(), handlers_ref.ptr()};
         outs = py::reinterpret_steal<py::object>(PyObject_VectorcallMethod(consume, call, 2, nullptr));
         if (!outs) throw py::error_already_set();
       } else {
-        outs = exe.exe().attr("execute")(pyargs);
+        py::object loaded = py::reinterpret_borrow<py::object>(exe.exe());
+        outs = loaded.attr("execute")(pyargs);
       }
     } catch (py::error_already_set& e) {
       TORCH_CHECK(false, "torch_tpu: XLA execution failed: ", e.what());
