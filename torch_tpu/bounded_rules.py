@@ -195,6 +195,10 @@ def _cat_rule(ctx, node, args, kwargs):
     out_meta = _meta(node)
     dim = _norm_dim(args[1] if len(args) > 1 else kwargs.get("dim", 0), out_meta.dim())
     metas = [_meta(n) for n in node.args[0]]
+    # torch.cat skips 1-d empty pieces whatever the rank of the others (a
+    # lazily initialised KV cache, `torch.tensor([])`, joined with the keys)
+    keep = [i for i, m in enumerate(metas) if not (m.dim() == 1 and m.shape[0] == 0 and out_meta.dim() != 1)]
+    tensors, metas = [tensors[i] for i in keep], [metas[i] for i in keep]
     joined = torch.cat(tensors, dim)
     size = joined.shape[dim]
     pos = torch.arange(size, device=joined.device)
