@@ -217,6 +217,15 @@ def test_sdpa_decode_and_causal_prefill():
     assert run_sizes(prefill, [5, 6, 7], qkv(None), {0: 2, 1: 2, 2: 2}) == 1
 
 
+def test_topk_and_sort_along_a_static_dim():
+    """An MoE router's top-k experts per token, tokens padded."""
+    def fn(x):
+        v, i = x.softmax(-1).topk(2, dim=-1)
+        return v, i, x.sort(-1)[0]
+
+    assert run_sizes(fn, [5, 6, 7], lambda n: [torch.randn(n, 6)], {0: 0}) == 1
+
+
 def test_unsupported_graph_runs_at_exact_sizes():
     def fn(x):
         return x.flatten() * 2  # merges a padded dim with another
