@@ -88,6 +88,63 @@ def test_decode_256_tokens_compiles_per_bucket():
     assert compiles <= math.ceil(math.log2(256)) + 2, compiles
 
 
+def test_prefill_then_decode_traces_twice_with_dynamic_true():
+    """Generate as Transformers runs it: one compiled forward called with the
+    prompt and an empty cache, then one token a step. With dynamic=True
+    Dynamo traces it twice (prefill, decode). The prefill's cache comes out
+    as a view with room (bounded_graph._room), so the decode trace sees the
+    strides every later step has; a contiguous one made Dynamo guard on
+    contiguity and trace the decode step a second time at the next step."""
+    from torch._dynamo.utils import counters
+
+    torch.manual_seed(0)
+    model = TinyLM().eval()
+
+    def run(m, device, compiled):
+        step = torch.compile(m.decode, backend="tpu", dynamic=True) if compiled else m.decode
+        # 16 prompt tokens: a full bucket (so the prefill's cache needs
+        # room), and no other size of the caches (dynamic=True gives equal
+        # sizes one symbol, and the cat would pin it)
+        tok = torch.arange(1, 17, device=device).view(1, 16)
+        pos = torch.arange(16, device=device)
+        ks = [torch.zeros(1, 4, 0, 8, device=device) for _ in m.blocks]
+        vs = [torch.zeros(1, 4, 0, 8, device=device) for _ in m.blocks]
+        out = []
+        for i in range(10):
+            nxt, ks, vs = step(tok, pos, ks, vs)
+            tok, pos = nxt.view(1, 1), torch.tensor([16 + i], device=device)
+            out.append(int(nxt.item()))
+        return out, ks
+
+    with torch.no_grad():
+        want, want_k = run(model, "cpu", False)
+        tpu_model = TinyLM().eval()
+        tpu_model.load_state_dict(model.state_dict())
+        tpu_model.to("tpu")
+        counters.clear()
+        before = bounded_compiles()
+        got, got_k = run(tpu_model, "tpu", True)
+    assert got == want
+    assert_close(got_k[0].cpu(), want_k[0], atol=1e-4, rtol=1e-4)
+    assert counters["stats"]["unique_graphs"] == 2, dict(counters["stats"])
+    # prefill (bucket 16), decode buckets 16, 32 (sizes 16..25)
+    assert bounded_compiles() - before <= 4
+
+
+def test_graph_constant_and_cat_with_empty_1d_run_padded():
+    """A tensor constant made in the graph (Transformers' lazily initialised
+    cache, `torch.tensor([])`) and torch.cat's skipping of a 1-d empty piece
+    (that constant joined with the keys) run padded, not at exact sizes."""
+    def fn(x):
+        empty = torch.tensor([], device=x.device)
+        return torch.cat([empty, x], dim=-2).sum(-2)
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        assert run_sizes(fn, [5, 6, 7], lambda n: [torch.randn(1, 2, n, 8)], {0: 2}) == 1
+    assert not [w for w in seen if "recompiles for every new size" in str(w.message)]
+
+
 # ---- the rules, one by one --------------------------------------------------------
 
 
@@ -158,6 +215,15 @@ def test_sdpa_decode_and_causal_prefill():
     qkv = lambda t: lambda n: [torch.randn(1, 2, t or n, 8), torch.randn(1, 2, n, 8), torch.randn(1, 2, n, 8)]  # noqa: E731
     assert run_sizes(decode, [5, 6, 7], qkv(1), {1: 2, 2: 2}) == 1
     assert run_sizes(prefill, [5, 6, 7], qkv(None), {0: 2, 1: 2, 2: 2}) == 1
+
+
+def test_topk_and_sort_along_a_static_dim():
+    """An MoE router's top-k experts per token, tokens padded."""
+    def fn(x):
+        v, i = x.softmax(-1).topk(2, dim=-1)
+        return v, i, x.sort(-1)[0]
+
+    assert run_sizes(fn, [5, 6, 7], lambda n: [torch.randn(n, 6)], {0: 0}) == 1
 
 
 def test_unsupported_graph_runs_at_exact_sizes():

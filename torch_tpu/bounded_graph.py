@@ -158,6 +158,10 @@ class BoundedGraph:
         for n in gm.graph.nodes:
             if n.op == "call_function":
                 self.steps.append((n, plan(n)))
+            elif n.op == "get_attr" and not dyn_dims(n.meta.get("val")):
+                # a constant of the graph (a lifted `torch.tensor([])`, say):
+                # static, it runs padded as it is
+                self.steps.append((n, _get_attr))
             elif n.op not in ("placeholder", "output"):
                 raise Unsupported(f"graph node {n.op}")
         self.output = next(n for n in gm.graph.nodes if n.op == "output")
@@ -204,7 +208,33 @@ class BoundedGraph:
         # capture (graph_replay.py); the real sizes are an argument.
         stats["bounded_calls"] += 1
         outs = self.replays(inputs + [real_t])
-        return _unpad(self.output.args[0], outs, real)
+        return _unpad(self.output.args[0], outs, real, self._room)
+
+    def _room(self, t: torch.Tensor, dims: dict, sizes: dict) -> torch.Tensor:
+        """`t` (a padded result, its symbolic dims `dims`, their real sizes
+        `sizes`), copied into storage with room when a symbolic dim after the
+        first fills it exactly. Narrowed, such a result would be contiguous
+        while the same result at another size of the bucket is not (its
+        strides count the padding); Dynamo, tracing the graph that it comes
+        back to (the decode step, given the prefill's or a bucket's last
+        cache), would guard on contiguous strides, and the next call's
+        padded view would fail the guard and trace the graph again (a
+        Transformers causal LM: 25-60 s here). The room is what pad_to
+        reserves for the next call (its bucket plus this graph's growth), at
+        least one more entry, so the copy is the one pad_to would make at the
+        next call's bucket crossing, made one call earlier."""
+        full = [d for d, n in sizes.items() if d > 0 and n == t.shape[d] and t.dim() > 1]
+        if not full:
+            return t
+        pad = [0] * (2 * t.dim())
+        for d in full:
+            g = growth(dims[d])
+            sym = g[0] if g is not None else next(iter(dims[d].free_symbols), None)
+            upper = self.upper.get(sym)
+            want = bucket(sizes[d], upper) + self.growth.get(sym, 0)
+            want = max(want, sizes[d] + 1)
+            pad[2 * (t.dim() - 1 - d) + 1] = want - t.shape[d]
+        return torch.constant_pad_nd(t, pad)
 
     def _run_padded(self, inputs: list) -> Any:
         """Interprets the graph on padded inputs (the last one: the real
@@ -221,6 +251,8 @@ class BoundedGraph:
         prev = _C._get_eager_mode()
         _C._mark_step()  # the caller's deferred ops run on their own
         _C._set_eager_mode(_FUSED)
+        # The bucket's trace repeats on each call: never cut it (modes.h)
+        split_was = _C._set_fuse_split_paused(True)
         try:
             for n, rule in self.steps:
                 args_n, kwargs_n = torch.fx.node.map_arg((n.args, n.kwargs), lambda m: env[m])
@@ -239,8 +271,16 @@ class BoundedGraph:
                 _C._mark_step()
                 stats["bounded_compiles"] += _C._fusion_stats()["compiles"] - before
             finally:
+                _C._set_fuse_split_paused(split_was)
                 _C._set_eager_mode(prev)
         return outs
+
+
+def _get_attr(call, node, args, kwargs):
+    obj = node.graph.owning_module
+    for name in node.target.split("."):
+        obj = getattr(obj, name)
+    return obj
 
 
 def _exprs(val) -> list:
@@ -294,10 +334,12 @@ def pad_to(t: torch.Tensor, shape: list, room: list | None = None) -> torch.Tens
     return out
 
 
-def _unpad(spec, outs, real: dict):
-    """The graph's results at their real sizes (narrowed views)."""
+def _unpad(spec, outs, real: dict, room=None):
+    """The graph's results at their real sizes (narrowed views; `room`
+    (BoundedGraph._room) first gives a result that would come out
+    contiguous storage with room)."""
     if isinstance(spec, (list, tuple)):
-        return type(outs)(_unpad(s, o, real) for s, o in zip(spec, outs))
+        return type(outs)(_unpad(s, o, real, room) for s, o in zip(spec, outs))
     if not isinstance(spec, torch.fx.Node):
         return outs
     val = spec.meta.get("val")
@@ -305,8 +347,12 @@ def _unpad(spec, outs, real: dict):
     if isinstance(val, torch.SymInt) and sym_expr(val) is not None:
         return int(sym_expr(val).xreplace(subs))
     if isinstance(outs, torch.Tensor) and isinstance(val, torch.Tensor):
-        for d, e in dyn_dims(val).items():
-            outs = outs.narrow(d, 0, int(e.xreplace(subs)))
+        dims = dyn_dims(val)
+        sizes = {d: int(e.xreplace(subs)) for d, e in dims.items()}
+        if room is not None:
+            outs = room(outs, dims, sizes)
+        for d, n in sizes.items():
+            outs = outs.narrow(d, 0, n)
     return outs
 
 

@@ -195,6 +195,10 @@ def _cat_rule(ctx, node, args, kwargs):
     out_meta = _meta(node)
     dim = _norm_dim(args[1] if len(args) > 1 else kwargs.get("dim", 0), out_meta.dim())
     metas = [_meta(n) for n in node.args[0]]
+    # torch.cat skips 1-d empty pieces whatever the rank of the others (a
+    # lazily initialised KV cache, `torch.tensor([])`, joined with the keys)
+    keep = [i for i, m in enumerate(metas) if not (m.dim() == 1 and m.shape[0] == 0 and out_meta.dim() != 1)]
+    tensors, metas = [tensors[i] for i in keep], [metas[i] for i in keep]
     joined = torch.cat(tensors, dim)
     size = joined.shape[dim]
     pos = torch.arange(size, device=joined.device)
@@ -441,6 +445,16 @@ def plan(node: torch.fx.Node) -> Callable:
             dim = node.args[1] if len(node.args) > 1 else 0
         if _norm_dim(dim, x.dim()) in padded_in:
             raise Unsupported(f"{t} along a padded dim")
+    if t in (aten.topk.default, aten.sort.default):
+        # Along a static dim each row is ranked on its own (an MoE router's
+        # top-k experts per token): padded rows give garbage rows, which
+        # stay padding. Along a padded dim the padding would be ranked.
+        dim = node.args[2] if t is aten.topk.default and len(node.args) > 2 else node.kwargs.get("dim", -1)
+        if t is aten.sort.default and len(node.args) > 1:
+            dim = node.args[1]
+        if _norm_dim(dim, x.dim()) in padded_in:
+            raise Unsupported(f"{t} along a padded dim")
+        return run_plain
     if t is aten.copy.default:
         # copy(self, src): src broadcast into self's shape, entry by entry
         # (functionalised `x[...].copy_(y)`); padding stays padding.

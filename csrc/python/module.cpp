@@ -125,6 +125,7 @@ PYBIND11_MODULE(_C, m) {
     runtime::set_eager_mode(static_cast<runtime::EagerMode>(mode));
   });
   m.def("_mark_step", [] { runtime::mark_step(); });
+  m.def("_set_fuse_split_paused", [](bool paused) { return runtime::set_split_paused(paused); });
   // Freed buffers kept for reuse by fused programs (runtime/donation.h).
   m.def("_empty_cache", [] {
     if (runtime::started()) runtime::release_recycled();

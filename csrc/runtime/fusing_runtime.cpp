@@ -45,6 +45,7 @@ namespace py = pybind11;
 namespace {
 
 std::atomic<int> g_mode{-1};  // -1: not read from the environment yet
+std::atomic<bool> g_split_paused{false};  // set_split_paused (modes.h)
 FusionStats g_stats;
 
 bool env_flag(const char* name) {
@@ -762,7 +763,7 @@ class ModeRuntime final : public Runtime {
 
   bool split_if_unstable(Trace& t, const std::string& wiring,
                          const std::vector<std::shared_ptr<LazyBuffer>>& live) {
-    if (!split_enabled_ || split_off_ || capture_ || !t.replays.empty() || t.ops.size() < 4 || live.empty()) return false;
+    if (!split_enabled_ || g_split_paused.load() || split_off_ || capture_ || !t.replays.empty() || t.ops.size() < 4 || live.empty()) return false;
     if (wirings_.count(std::hash<std::string>{}(wiring))) return false;  // compiled whole before
     auto [sig, ids] = op_sequence(t);
     auto it = sequences_.find(sig);
@@ -1105,6 +1106,8 @@ void mark_step() {
 }
 
 FusionStats fusion_stats() { return g_stats; }
+
+bool set_split_paused(bool paused) { return g_split_paused.exchange(paused); }
 
 void note_donations(int64_t donated, int64_t copies) {
   g_stats.donated += donated;

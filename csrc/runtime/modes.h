@@ -40,6 +40,13 @@ struct FusionStats {
   int64_t split_traces = 0;    // recurring traces run split around their changed ops (fusing_runtime.cpp)
 };
 FusionStats fusion_stats();
+// Pauses (true) or resumes the cutting of recurring traces around their
+// changed ops (split_if_unstable, fusing_runtime.cpp); returns the previous
+// setting. Graphs run padded to buckets (torch_tpu/bounded_graph.py) pause
+// it: their trace is the same on every call of a bucket, so cutting the
+// first call of a new bucket around the ops whose sizes grew only compiles
+// segment programs that the bucket never runs again.
+bool set_split_paused(bool paused);
 // Counts donations of a replay (exec/graph_replay.cpp).
 void note_donations(int64_t donated, int64_t copies);
 
