@@ -81,7 +81,39 @@ _SHRINK_INT = {
     "ssm_state_size": 16, "state_size": 16,
     # audio codecs whose quantizer works at the model width
     "codebook_dim": HIDDEN,
+    # widths under other names (XLM's emb_dim, DeBERTa's pooler), and the
+    # widths a sub-model projects into that validators require to equal the
+    # (shrunk) hidden size of the model it feeds
+    "emb_dim": HIDDEN, "pooler_hidden_size": HIDDEN, "out_hidden_size": HIDDEN,
+    "text_hidden_size": HIDDEN, "condition_dim": HIDDEN, "audio_hidden_size": HIDDEN,
+    "adapter_in_dim": HIDDEN, "rotary_dim": HIDDEN // HEADS,
+    # secondary vocabularies (LUKE's entities, Gemma 4's per-layer embeddings)
+    "entity_vocab_size": VOCAB, "entity_emb_size": HIDDEN, "vocab_size_per_layer_input": VOCAB,
 }
+
+
+def _cut_layer_list(v, n):
+    """The first n entries of a per-layer list, but keeping one layer of each
+    kind (hybrid models: cutting [linear, linear, linear, full, ...] to its
+    first two leaves no attention layer, and the model's cache refuses a
+    forward): the first layer of each kind, then the earliest others."""
+    if not all(isinstance(x, str) for x in v):
+        return v[:n]
+    keep = []
+    for i, x in enumerate(v):
+        if x not in [v[j] for j in keep]:
+            keep.append(i)
+    keep = keep[:n]
+    for i in range(len(v)):
+        if len(keep) >= n:
+            break
+        if i not in keep:
+            keep.append(i)
+    return [v[i] for i in sorted(keep)]
+
+
+def _kinds(v):
+    return len(set(v)) if all(isinstance(x, str) for x in v) else 1
 
 
 def _sub_configs(cfg):
@@ -119,12 +151,27 @@ def _shrink_dict(d, depth=0):
         v = d.get(k)
         if isinstance(v, int) and not isinstance(v, bool) and v > new:
             d[k] = new
+    # a hybrid model keeps one layer of each kind: as many layers as kinds
+    for k, v in list(d.items()):
+        if isinstance(v, list) and v and not isinstance(v[0], dict):
+            for lk, old in old_layers.items():
+                if len(v) == old and old > d[lk] and _kinds(v) > d[lk]:
+                    d[lk] = min(old, _kinds(v))
     for k, v in list(d.items()):
         if isinstance(v, list) and v and not isinstance(v[0], dict):
             for lk, old in old_layers.items():
                 if len(v) == old and old > d[lk]:
-                    d[k] = v[: d[lk]]
+                    d[k] = _cut_layer_list(v, d[lk])
                     break
+    # hybrids that place attention every `period` layers from `offset`
+    # (Jamba, Zamba): one attention layer among the remaining ones
+    n_now = next((d[k] for k in old_layers), None)
+    for per, off in (("attn_layer_period", "attn_layer_offset"),
+                     ("expert_layer_period", "expert_layer_offset")):
+        if isinstance(d.get(per), int) and isinstance(n_now, int) and d[per] > n_now:
+            d[per] = n_now
+            if isinstance(d.get(off), int):
+                d[off] = min(d[off], n_now - 1)
     for k in ("num_attention_heads", "n_head", "num_heads", "encoder_attention_heads",
               "decoder_attention_heads"):
         w = d.get("hidden_size", d.get("d_model", d.get("n_embd")))
@@ -133,6 +180,23 @@ def _shrink_dict(d, depth=0):
     for k in ("head_dim", "d_head"):
         if k in d and (d[k] is None or isinstance(d[k], int)):
             d[k] = HIDDEN // HEADS
+    v = d.get("hidden_sizes")
+    if (isinstance(v, list) and v and all(isinstance(x, int) for x in v) and max(v) > 64
+            and "num_groups" not in d):
+        # ResNet-style stage widths; not for group-norm models (BiT's
+        # bottlenecks of a quarter width need 32 groups to divide them)
+        d["hidden_sizes"] = [min(x, 32 * 2 ** i) for i, x in enumerate(v)]
+    # per-stage head counts (Swin, SegFormer/GLPN) must divide the stage
+    # widths: hidden_sizes[i], or embed_dim * 2**i for Swin-style stages
+    for k in ("num_heads", "num_attention_heads"):
+        hs = d.get(k)
+        if isinstance(hs, list) and hs and all(isinstance(x, int) for x in hs):
+            ws = d.get("hidden_sizes")
+            if not (isinstance(ws, list) and len(ws) == len(hs) and all(isinstance(x, int) for x in ws)):
+                e = d.get("embed_dim")
+                ws = [e * 2 ** i for i in range(len(hs))] if isinstance(e, int) else None
+            if ws:
+                d[k] = [max(h for h in range(1, max(1, hh) + 1) if w % h == 0) for hh, w in zip(hs, ws)]
     if "kv_lora_rank" in d and isinstance(d.get("num_attention_heads"), int):
         d["num_key_value_heads"] = d["num_attention_heads"]  # latent attention has no GQA
     bb = d.get("backbone_config")
@@ -146,12 +210,6 @@ def _shrink_dict(d, depth=0):
         d["use_timm_backbone"] = False
         d["use_pretrained_backbone"] = False
         d["backbone"] = None
-    v = d.get("hidden_sizes")
-    if (isinstance(v, list) and v and all(isinstance(x, int) for x in v) and max(v) > 64
-            and "num_groups" not in d):
-        # ResNet-style stage widths; not for group-norm models (BiT's
-        # bottlenecks of a quarter width need 32 groups to divide them)
-        d["hidden_sizes"] = [min(x, 32 * 2 ** i) for i, x in enumerate(v)]
     if "pad_token_id" in d and d["pad_token_id"] is None:
         d["pad_token_id"] = 0  # sequence-classification heads need one for batch > 1
     n = next((d[k] for k in old_layers), None)
@@ -176,6 +234,16 @@ def _shrink_dict(d, depth=0):
             d[k] = 16
     if isinstance(d.get("qk_head_dim"), int) and "qk_nope_head_dim" in d:
         d["qk_head_dim"] = d["qk_nope_head_dim"] + d.get("qk_rope_head_dim", 0)
+    rp = d.get("rope_parameters")
+    if (isinstance(d.get("qk_rope_head_dim"), int) and isinstance(d.get("qk_nope_head_dim"), int)
+            and isinstance(rp, dict) and "partial_rotary_factor" in rp):
+        # MLA with a partial rotary factor (Mistral 4): the rotated share
+        # of the (shrunk) query-key head
+        full = d["qk_nope_head_dim"] + d["qk_rope_head_dim"]
+        if isinstance(d.get("head_dim"), int):
+            d["head_dim"] = full
+        rp["partial_rotary_factor"] = d["qk_rope_head_dim"] / full
+    _fit_mrope(d)
     # vision: one block per stage, small images
     v = d.get("depths")
     if isinstance(v, list) and v and all(isinstance(x, int) for x in v):
@@ -200,32 +268,97 @@ def _shrink_dict(d, depth=0):
     return d
 
 
-def _shrink(cfg):
+def _fit_mrope(d):
+    """Multimodal rotary sections (Qwen2-VL style: time, height, width) must
+    sum to half the rotated head: rescaled to the shrunk head."""
+    rp = d.get("rope_parameters") if isinstance(d.get("rope_parameters"), dict) else {}
+    if d.get("model_type") in _MROPE_TYPES and isinstance(d.get("rope_parameters"), dict):
+        # the model's default when the config has none (Qwen2-VL's rotary)
+        rp.setdefault("mrope_section", [16, 24, 24])
+    for holder in (rp, d):
+        sec = holder.get("mrope_section")
+        if not (isinstance(sec, list) and sec and all(isinstance(x, int) for x in sec)):
+            continue
+        w = d.get("hidden_size")
+        h = d.get("num_attention_heads")
+        hd = d.get("qk_rope_head_dim") or d.get("head_dim") or (
+            w // h if isinstance(w, int) and isinstance(h, int) and h else None)
+        if not isinstance(hd, int):
+            continue
+        target = hd // 2
+        if sum(sec) == target or target < len(sec):
+            continue
+        new = [max(1, round(x * target / sum(sec))) for x in sec]
+        while sum(new) > target:
+            new[new.index(max(new))] -= 1
+        while sum(new) < target:
+            new[new.index(min(new))] += 1
+        holder["mrope_section"] = new
+
+
+_MROPE_TYPES: set = set()
+
+
+def _mrope_types(cfg, depth=0):
+    """Model types (of cfg and its sub-configs) whose rotary takes an
+    mrope_section, which their configs may leave to the model's default."""
+    out = set()
+    if "mrope_section" in (getattr(type(cfg), "ignore_keys_at_rope_validation", None) or ()):
+        out.add(cfg.model_type)
+    if depth < 3:
+        for _, sub in _sub_configs(cfg):
+            out |= _mrope_types(sub, depth + 1)
+    return out
+
+
+def _shrink(cfg, pre=None):
+    _MROPE_TYPES.clear()
+    _MROPE_TYPES.update(_mrope_types(cfg))
     d = _shrink_dict(cfg.to_dict())
     for k in ("transformers_version", "architectures", "_name_or_path"):
         d.pop(k, None)
+    for k, v in (pre or {}).items():
+        if isinstance(v, dict) and isinstance(d.get(k), dict):
+            d[k].update(v)  # a sub-config: its attributes
+        else:
+            d[k] = v
     return type(cfg).from_dict(d)
 
 
 def tiny_config(arch, model_type):
-    """The model type's default config, shrunk; OVERRIDES[arch] or
-    OVERRIDES[model_type] (a dict of attributes or a callable(cfg)) last."""
+    """The model type's default config, shrunk. OVERRIDES[model_type] then
+    OVERRIDES[arch]: a dict is merged into the shrunk to_dict() before the
+    config is rebuilt (so derived fields follow; a dict value for a
+    sub-config updates its attributes), a callable(cfg) edits the built
+    config."""
     from transformers import CONFIG_MAPPING
 
-    cfg = _shrink(CONFIG_MAPPING[model_type]())
+    pre, post = {}, []
     for key in (model_type, arch):
         o = OVERRIDES.get(key)
         if callable(o):
-            o(cfg)
+            post.append(o)
         elif o:
-            for k, v in o.items():
-                setattr(cfg, k, v)
+            pre.update(o)
+    cfg = _shrink(CONFIG_MAPPING[model_type](), pre)
+    for o in post:
+        o(cfg)
     return cfg
 
 
 # Per-architecture (or model type) overrides where the generic shrink is not
-# enough. Keys are model types or class names.
-OVERRIDES: dict = {}
+# enough. Keys are model types or class names; each says why.
+OVERRIDES: dict = {
+    # hybrids whose attention layers are listed by index or default to none
+    "bamba": {"attn_layer_indices": [1]},
+    "granitemoehybrid": {"layer_types": ["linear_attention", "full_attention"]},
+    "recurrent_gemma": {"block_types": ["recurrent", "attention"]},
+    # LiLT's layout embeddings are 6 slices of hidden_size // 6, shrunk by
+    # channel_shrink_ratio: a width that 6 and 4 divide
+    "lilt": {"hidden_size": 48},
+    # LayoutLMv3: 4 coordinate + 2 shape embeddings concatenate to the width
+    "layoutlmv3": {"coordinate_size": 4, "shape_size": 8},
+}
 
 
 # ---------------------------------------------------------------- inputs
@@ -273,6 +406,44 @@ def _image(cfg, gen):
     return torch.randn(BATCH, ch, size, size, generator=gen)
 
 
+GRID = 4  # patches per side of the one image of a grid_thw model
+
+
+def _grid_image(cfg, gen):
+    """Qwen2-VL-style vision input: the image as its flattened patches
+    (patches, channels * temporal_patch * patch * patch) and its grid
+    (t, h, w) per image; returns (patches, grid_thw, tokens per image)."""
+    vc = getattr(cfg, "vision_config", None) or cfg
+    p = getattr(vc, "patch_size", None) or 14
+    t = getattr(vc, "temporal_patch_size", None) or 1
+    m = getattr(vc, "spatial_merge_size", None) or 1
+    ch = getattr(vc, "in_channels", None) or getattr(vc, "num_channels", None) or 3
+    p = p[0] if isinstance(p, (list, tuple)) else p
+    grid = torch.tensor([[1, GRID, GRID]] * BATCH)
+    patches = torch.randn(BATCH * GRID * GRID, ch * t * p * p, generator=gen)
+    return patches, grid, GRID * GRID // (m * m)
+
+
+def _with_image_tokens(cfg, ids, n):
+    """Text ids with one image per row: [start] n image tokens [end]."""
+    img = _cfg_get(cfg, "image_token_id", "image_token_index")
+    if not isinstance(img, int):
+        return None
+    start = _cfg_get(cfg, "vision_start_token_id", "image_start_token_id")
+    end = _cfg_get(cfg, "vision_end_token_id", "image_end_token_id")
+    ids = ids.clone()
+    if ids.shape[-1] < n + 4:
+        ids = ids.repeat(1, (n + 4) // ids.shape[-1] + 1)[:, : n + 4]
+    i = 1
+    if isinstance(start, int):
+        ids[:, i] = start
+        i += 1
+    ids[:, i: i + n] = img
+    if isinstance(end, int):
+        ids[:, i + n] = end
+    return ids
+
+
 def make_inputs(model, cfg, family, seed=0):
     """Candidate input dicts (CPU tensors) for `model(**inputs)`, most
     complete first: the harness uses the first one CPU's forward accepts.
@@ -281,6 +452,10 @@ def make_inputs(model, cfg, family, seed=0):
     params = inspect.signature(model.forward).parameters
     main = getattr(model, "main_input_name", "input_ids")
     base = {}
+    if "grid_thw" in params and "hidden_states" in params:
+        # Qwen2-VL-style vision towers: flattened patches and their grid
+        patches, grid, _ = _grid_image(cfg, gen)
+        return [{"hidden_states": patches, "grid_thw": grid}]
     if main == "input_ids" or (main not in params and "input_ids" in params):
         shape = (BATCH, 2, SEQ) if family == "MODEL_FOR_MULTIPLE_CHOICE" else (BATCH, SEQ)
         ids = text_ids(cfg, shape, gen)
@@ -319,6 +494,18 @@ def make_inputs(model, cfg, family, seed=0):
     else:
         if "bbox" in params and "input_ids" in base:
             cands += [base_int, base_f]
+        if "image_grid_thw" in params and "input_ids" in base:
+            # Qwen2-VL-style: flattened patches, their grid, and the image's
+            # tokens in the text
+            patches, grid, n = _grid_image(cfg, gen)
+            ids = _with_image_tokens(cfg, base["input_ids"], n)
+            if ids is not None:
+                c = dict(base, input_ids=ids, pixel_values=patches, image_grid_thw=grid)
+                if "attention_mask" in c:
+                    c["attention_mask"] = torch.ones_like(ids)
+                if "mm_token_type_ids" in params:
+                    c["mm_token_type_ids"] = (ids == _cfg_get(cfg, "image_token_id", "image_token_index")).long()
+                cands.append(c)
         if main != "pixel_values" and "pixel_values" in params:
             cands.append(dict(base, pixel_values=_image(cfg, gen)))
         if main == "pixel_values" and "input_ids" in params:
