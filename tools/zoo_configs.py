@@ -89,6 +89,11 @@ _SHRINK_INT = {
     "adapter_in_dim": HIDDEN, "rotary_dim": HIDDEN // HEADS,
     # secondary vocabularies (LUKE's entities, Gemma 4's per-layer embeddings)
     "entity_vocab_size": VOCAB, "entity_emb_size": HIDDEN, "vocab_size_per_layer_input": VOCAB,
+    # DPT-style necks read the backbone's (shrunk) width; CLIP-style
+    # projections; detectors' queries (RT-DETR takes the top num_queries
+    # of the anchors of a small image); video frames
+    "reassemble_hidden_size": HIDDEN, "projection_size": HIDDEN, "num_queries": 16,
+    "num_frames": 4,
 }
 
 
@@ -272,7 +277,8 @@ def _fit_mrope(d):
     """Multimodal rotary sections (Qwen2-VL style: time, height, width) must
     sum to half the rotated head: rescaled to the shrunk head."""
     rp = d.get("rope_parameters") if isinstance(d.get("rope_parameters"), dict) else {}
-    if d.get("model_type") in _MROPE_TYPES and isinstance(d.get("rope_parameters"), dict):
+    if d.get("model_type") in _MROPE_TYPES and isinstance(d.get("rope_parameters"), dict) and (
+            "rope_type" in d["rope_parameters"]):
         # the model's default when the config has none (Qwen2-VL's rotary)
         rp.setdefault("mrope_section", [16, 24, 24])
     for holder in (rp, d):
@@ -358,6 +364,15 @@ OVERRIDES: dict = {
     "lilt": {"hidden_size": 48},
     # LayoutLMv3: 4 coordinate + 2 shape embeddings concatenate to the width
     "layoutlmv3": {"coordinate_size": 4, "shape_size": 8},
+    # validators: ESMC has no grouped-query attention; Mamba-2's heads x
+    # head_dim = expand x hidden; Fun-ASR's adaptor is a quarter of the text width
+    "esmc": {"num_key_value_heads": HEADS},
+    "mamba2": {"head_dim": 2 * HIDDEN // HEADS, "n_groups": 1},
+    # Dory: input + recurrent + output blocks make the depth
+    "dory": {"n_input_layers": 1, "n_recurrent_layers": 0, "n_output_layers": 1},
+    # Molmo 2 reads ViT layers 24 and 18 (negative indices wrap to the depth)
+    "molmo2": {"adapter_config": {"vision_feature_layer": [-1, -2]}},
+    "fun_asr_nano": {"adaptor_config": {"intermediate_size": HIDDEN // 4}},
 }
 
 
@@ -469,6 +484,19 @@ def make_inputs(model, cfg, family, seed=0):
         base["pixel_values"] = _image(cfg, gen)
     elif main in ("input_values", "input_features"):
         pass
+    elif main == "past_values":
+        # time series: (batch, context, channels), or (batch, context) with
+        # its padding mask and frequency (TimesFM)
+        ctx = _cfg_get(cfg, "context_length", default=32)
+        ctx = ctx if isinstance(ctx, int) and ctx <= 1024 else 64
+        ch = _cfg_get(cfg, "num_input_channels", default=1)
+        cands = [{"past_values": torch.randn(BATCH, ctx, ch, generator=gen)}]
+        flat = {"past_values": torch.randn(BATCH, ctx, generator=gen)}
+        if "past_values_padding" in params:
+            flat["past_values_padding"] = torch.zeros(BATCH, ctx, dtype=torch.long)
+        if "freq" in params:
+            flat["freq"] = torch.zeros(BATCH, 1, dtype=torch.long)
+        return cands + [flat]
     else:
         raise LookupError(f"no input recipe for main input {main!r}")
     if "bbox" in params and "input_ids" in base:
@@ -483,14 +511,27 @@ def make_inputs(model, cfg, family, seed=0):
         mels = _cfg_get(cfg, "num_mel_bins", "feature_size", default=80)
         frames = _cfg_get(cfg, "max_length", default=64)
         frames = frames if isinstance(frames, int) and frames <= 1024 else 64
-        cands += [{"input_values": torch.randn(BATCH, 1600, generator=gen)},
-                  {"input_values": torch.randn(BATCH, frames, mels, generator=gen)}]
+        # raw audio (batch, samples), codecs' (batch, channels, samples),
+        # then features (batch, frames, mels)
+        ach = _cfg_get(cfg, "audio_channels", default=1)
+        ach = ach if isinstance(ach, int) and 0 < ach <= 2 else 1
+        cands += [{"input_values": torch.randn(BATCH, 1600, generator=gen)}]
+        cands += [{"input_values": torch.randn(BATCH, c, 1600, generator=gen)} for c in sorted({1, ach})]
+        cands += [{"input_values": torch.randn(BATCH, frames, mels, generator=gen)}]
+        # encoders that downsample 1600 samples below a kernel (x-vector
+        # TDNNs, Perception Encoder audio): one second at 16 kHz
+        cands += [{"input_values": torch.randn(BATCH, 16000, generator=gen)},
+                  {"input_values": torch.randn(BATCH, 1, 16000, generator=gen)}]
     elif main == "input_features":
         mels = _cfg_get(cfg, "num_mel_bins", "input_feat_per_channel", "feature_size", default=80)
         src = _cfg_get(cfg, "max_source_positions", default=None)
         frames = 2 * src if isinstance(src, int) and src <= 1500 else 64
         cands += [{"input_features": torch.randn(BATCH, mels, frames, generator=gen)},
                   {"input_features": torch.randn(BATCH, 64, mels, generator=gen)}]
+        proj = _cfg_get(cfg, "feature_projection_input_dim", default=None)
+        if isinstance(proj, int):
+            # Wav2Vec2-BERT / Seamless: stacked frames, projection_input_dim wide
+            cands.append({"input_features": torch.randn(BATCH, 64, proj, generator=gen)})
     else:
         if "bbox" in params and "input_ids" in base:
             cands += [base_int, base_f]
@@ -516,6 +557,19 @@ def make_inputs(model, cfg, family, seed=0):
                 c["attention_mask"] = torch.ones_like(ids)
             cands.append(c)
         cands.append(base)
+        # video models (batch, frames, channels, h, w); Idefics' images
+        # per sample have the same layout
+        fr = _cfg_get(cfg, "num_frames", default=1)
+        fr = fr if isinstance(fr, int) and 0 < fr <= 32 else 1
+        for c in list(cands):
+            pv = c.get("pixel_values")
+            if isinstance(pv, torch.Tensor) and pv.dim() == 4:
+                video = pv.unsqueeze(1).repeat(1, fr, 1, 1, 1)
+                video = video + 0.1 * torch.randn(video.shape, generator=gen)
+                v = dict(c, pixel_values=video)
+                if "image_attention_mask" in params and "input_ids" in c:
+                    v["image_attention_mask"] = torch.ones(c["input_ids"].shape + (fr,), dtype=torch.long)
+                cands.append(v)
     if "decoder_input_ids" in params:
         dec_cfg = getattr(cfg, "decoder", None) or getattr(cfg, "text_config", None) or cfg
         dec = text_ids(dec_cfg, (BATCH, 4), gen)
