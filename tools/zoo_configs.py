@@ -430,7 +430,7 @@ def _grid_image(cfg, gen):
     (t, h, w) per image; returns (patches, grid_thw, tokens per image)."""
     vc = getattr(cfg, "vision_config", None) or cfg
     p = getattr(vc, "patch_size", None) or 14
-    t = getattr(vc, "temporal_patch_size", None) or 1
+    t = getattr(vc, "temporal_patch_size", None) or 2  # Qwen2-VL's default
     m = getattr(vc, "spatial_merge_size", None) or 1
     ch = getattr(vc, "in_channels", None) or getattr(vc, "num_channels", None) or 3
     p = p[0] if isinstance(p, (list, tuple)) else p
@@ -459,6 +459,40 @@ def _with_image_tokens(cfg, ids, n):
     return ids
 
 
+def _fill_required(c, params, cfg, gen):
+    """Required forward arguments beside the main input, by name: the
+    Q-Former's text (InstructBLIP), feature masks, SegGPT's prompt,
+    VideoMAE's pretraining mask, BLIP-2 Q-Former's query embeddings."""
+    required = {n for n, p in params.items() if p.default is inspect.Parameter.empty
+                and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)} - set(c)
+    c = dict(c)
+    if "qformer_input_ids" in required:
+        qcfg = getattr(cfg, "qformer_config", None) or cfg
+        c["qformer_input_ids"] = text_ids(qcfg, (BATCH, SEQ), gen)
+        if "qformer_attention_mask" in params:
+            c["qformer_attention_mask"] = torch.ones(BATCH, SEQ, dtype=torch.long)
+    for k in required:
+        if k.endswith("_mask") and k.replace("_mask", "") in c:
+            c[k] = torch.ones(c[k.replace("_mask", "")].shape[:2], dtype=torch.long)
+    pv = c.get("pixel_values")
+    if isinstance(pv, torch.Tensor):
+        if "prompt_pixel_values" in required:
+            c["prompt_pixel_values"] = torch.randn(pv.shape, generator=gen)
+        if "prompt_masks" in required:
+            c["prompt_masks"] = torch.randn(pv.shape, generator=gen)
+        if "bool_masked_pos" in required:
+            p = _cfg_get(cfg, "patch_size", default=16)
+            t = _cfg_get(cfg, "tubelet_size", default=1)
+            n = (pv.shape[1] // t if pv.dim() == 5 else 1) * (pv.shape[-1] // p) * (pv.shape[-2] // p)
+            m = torch.zeros(BATCH, n, dtype=torch.bool)
+            m[:, ::2] = True  # the same count per sample
+            c["bool_masked_pos"] = m
+    if "query_embeds" in required:
+        w = _cfg_get(cfg, "hidden_size", default=HIDDEN)
+        c["query_embeds"] = torch.randn(BATCH, 4, w, generator=gen)
+    return c
+
+
 def make_inputs(model, cfg, family, seed=0):
     """Candidate input dicts (CPU tensors) for `model(**inputs)`, most
     complete first: the harness uses the first one CPU's forward accepts.
@@ -467,10 +501,15 @@ def make_inputs(model, cfg, family, seed=0):
     params = inspect.signature(model.forward).parameters
     main = getattr(model, "main_input_name", "input_ids")
     base = {}
-    if "grid_thw" in params and "hidden_states" in params:
+    if "grid_thw" in params or ("image_grid_thw" in params and "input_ids" not in params):
         # Qwen2-VL-style vision towers: flattened patches and their grid
         patches, grid, _ = _grid_image(cfg, gen)
-        return [{"hidden_states": patches, "grid_thw": grid}]
+        key = "hidden_states" if "hidden_states" in params else "pixel_values"
+        c = {key: patches, "grid_thw" if "grid_thw" in params else "image_grid_thw": grid}
+        if "merge_sizes" in params:
+            m = _cfg_get(cfg, "spatial_merge_size", default=1)
+            c["merge_sizes"] = torch.tensor([m] * BATCH)
+        return [c]
     if main == "input_ids" or (main not in params and "input_ids" in params):
         shape = (BATCH, 2, SEQ) if family == "MODEL_FOR_MULTIPLE_CHOICE" else (BATCH, SEQ)
         ids = text_ids(cfg, shape, gen)
@@ -570,6 +609,7 @@ def make_inputs(model, cfg, family, seed=0):
                 if "image_attention_mask" in params and "input_ids" in c:
                     v["image_attention_mask"] = torch.ones(c["input_ids"].shape + (fr,), dtype=torch.long)
                 cands.append(v)
+    cands = [_fill_required(c, params, cfg, gen) for c in cands]
     if "decoder_input_ids" in params:
         dec_cfg = getattr(cfg, "decoder", None) or getattr(cfg, "text_config", None) or cfg
         dec = text_ids(dec_cfg, (BATCH, 4), gen)
