@@ -364,6 +364,11 @@ OVERRIDES: dict = {
     "lilt": {"hidden_size": 48},
     # LayoutLMv3: 4 coordinate + 2 shape embeddings concatenate to the width
     "layoutlmv3": {"coordinate_size": 4, "shape_size": 8},
+    # VITS samples its latents and durations with torch.randn on the
+    # model's device, scaled by these: the tpu generator's stream differs
+    # from CPU's, so parity is checked without the noise (the flow and the
+    # duration predictor still run)
+    "vits": {"noise_scale": 0.0, "noise_scale_duration": 0.0},
     # validators: ESMC has no grouped-query attention; Mamba-2's heads x
     # head_dim = expand x hidden; Fun-ASR's adaptor is a quarter of the text width
     "esmc": {"num_key_value_heads": HEADS},
@@ -487,6 +492,16 @@ def _fill_required(c, params, cfg, gen):
             m = torch.zeros(BATCH, n, dtype=torch.bool)
             m[:, ::2] = True  # the same count per sample
             c["bool_masked_pos"] = m
+    if "noise" in params and isinstance(pv, torch.Tensor) and pv.dim() == 4 and "noise" not in c:
+        # ViTMAE shuffles patches by torch.rand on the input's device; the
+        # tpu generator's stream differs from CPU's, so the noise is an input
+        p = _cfg_get(cfg, "patch_size", default=16)
+        p = p[0] if isinstance(p, (list, tuple)) else p
+        c["noise"] = torch.rand(BATCH, (pv.shape[-1] // p) * (pv.shape[-2] // p), generator=gen)
+    if "task_inputs" in required:
+        # OneFormer's task prompt, task_seq_len token ids
+        n = _cfg_get(cfg, "task_seq_len", default=SEQ)
+        c["task_inputs"] = text_ids(cfg, (BATCH, n if isinstance(n, int) and n <= 128 else SEQ), gen)
     if "query_embeds" in required:
         w = _cfg_get(cfg, "hidden_size", default=HIDDEN)
         c["query_embeds"] = torch.randn(BATCH, 4, w, generator=gen)
@@ -500,6 +515,10 @@ def make_inputs(model, cfg, family, seed=0):
     gen = torch.Generator().manual_seed(seed)
     params = inspect.signature(model.forward).parameters
     main = getattr(model, "main_input_name", "input_ids")
+    if isinstance(main, (list, tuple)):
+        # several main inputs (OneFormer: pixel_values and task_inputs): the
+        # first one's recipe, the others filled by name (_fill_required)
+        main = main[0]
     base = {}
     if "grid_thw" in params or ("image_grid_thw" in params and "input_ids" not in params):
         # Qwen2-VL-style vision towers: flattened patches and their grid
