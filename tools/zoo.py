@@ -255,7 +255,9 @@ def run_arch(arch, info, opts):
             model.save_pretrained(d)
             # The model just saved is the CPU reference: loading it back on
             # CPU gives the same weights (missing keys are handled below by
-            # copying CPU's state_dict into the tpu model).
+            # copying CPU's state_dict into the tpu model). CPU must be able
+            # to load what it saved, else the tpu load cannot be judged.
+            cls.from_pretrained(d)
             ref = model
             phase("save")
         except Exception as e:  # noqa: BLE001
