@@ -323,17 +323,18 @@ def _shrink(cfg, pre=None):
     d = _shrink_dict(cfg.to_dict())
     for k in ("transformers_version", "architectures", "_name_or_path"):
         d.pop(k, None)
-    if isinstance(d.get("id2label"), dict) and isinstance(d.get("label2id"), dict) and (
-            len(d["id2label"]) != len(d["label2id"])):
-        # a stale label2id (BART's 3 default labels beside 2) is what
-        # save_pretrained writes, and the reloaded head then has 3 outputs
-        d["label2id"] = {v: int(k) for k, v in d["id2label"].items()}
     for k, v in (pre or {}).items():
         if isinstance(v, dict) and isinstance(d.get(k), dict):
             d[k].update(v)  # a sub-config: its attributes
         else:
             d[k] = v
-    return type(cfg).from_dict(d)
+    cfg = type(cfg).from_dict(d)
+    i2l, l2i = getattr(cfg, "id2label", None), getattr(cfg, "label2id", None)
+    if isinstance(i2l, dict) and isinstance(l2i, dict) and len(i2l) != len(l2i):
+        # a stale label2id (BART's 3 default labels beside id2label's 2) is
+        # what save_pretrained writes, and the reloaded head has 3 outputs
+        cfg.label2id = {v: k for k, v in i2l.items()}
+    return cfg
 
 
 def tiny_config(arch, model_type):
