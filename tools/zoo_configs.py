@@ -328,12 +328,12 @@ def _shrink(cfg, pre=None):
             d[k].update(v)  # a sub-config: its attributes
         else:
             d[k] = v
+    labels = getattr(cfg, "num_labels", None)
     cfg = type(cfg).from_dict(d)
-    i2l, l2i = getattr(cfg, "id2label", None), getattr(cfg, "label2id", None)
-    if isinstance(i2l, dict) and isinstance(l2i, dict) and len(i2l) != len(l2i):
-        # a stale label2id (BART's 3 default labels beside id2label's 2) is
-        # what save_pretrained writes, and the reloaded head has 3 outputs
-        cfg.label2id = {v: k for k, v in i2l.items()}
+    if isinstance(labels, int) and getattr(cfg, "num_labels", labels) != labels:
+        # from_dict gave BART 2 labels where its default is 3; save_pretrained
+        # then writes none, and the reloaded head has 3 outputs again
+        cfg.num_labels = labels
     return cfg
 
 
