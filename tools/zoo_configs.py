@@ -152,10 +152,17 @@ def _shrink_dict(d, depth=0):
     Lists as long as the old depth (layer_types, mlp_layer_types, ...) are
     cut to the new one; values derived from shrunk ones are recomputed."""
     old_layers = {k: d[k] for k in _SHRINK_INT if isinstance(d.get(k), int) and "layer" in k}
+    if isinstance(d.get("depths"), list) and d.get("num_layers") == len(d["depths"]):
+        # Swin-style: num_layers counts the stages (one block each below)
+        old_layers.pop("num_layers")
+        d["num_layers"] = LAYERS + 10 ** 6  # kept: restored after the shrink
+    swin_stages = d.get("num_layers", 0) > 10 ** 6
     for k, new in _SHRINK_INT.items():
         v = d.get(k)
         if isinstance(v, int) and not isinstance(v, bool) and v > new:
             d[k] = new
+    if swin_stages:
+        d["num_layers"] = len(d["depths"])
     # a hybrid model keeps one layer of each kind: as many layers as kinds
     for k, v in list(d.items()):
         if isinstance(v, list) and v and not isinstance(v[0], dict):
@@ -248,12 +255,17 @@ def _shrink_dict(d, depth=0):
         if isinstance(d.get("head_dim"), int):
             d["head_dim"] = full
         rp["partial_rotary_factor"] = d["qk_rope_head_dim"] / full
+    if swin_stages and isinstance(d.get("window_size"), int) and isinstance(d.get("patch_size"), int):
+        # all stages kept: windows of 4 and an image whose last stage is
+        # one window (a stage smaller than its window breaks the bias)
+        d["window_size"] = min(d["window_size"], 4)
+        d["image_size"] = d["patch_size"] * d["window_size"] * 2 ** (len(d["depths"]) - 1)
     _fit_mrope(d)
     # vision: one block per stage, small images
     v = d.get("depths")
     if isinstance(v, list) and v and all(isinstance(x, int) for x in v):
         d["depths"] = [1] * len(v)
-    if isinstance(d.get("image_size"), int) and d["image_size"] > 64:
+    if isinstance(d.get("image_size"), int) and d["image_size"] > 64 and not swin_stages:
         p = d.get("patch_size")
         p = p if isinstance(p, int) and p > 0 else 16
         d["image_size"] = max(2 * p, 64 // p * p)
@@ -375,6 +387,15 @@ OVERRIDES: dict = {
     # from CPU's, so parity is checked without the noise (the flow and the
     # duration predictor still run)
     "vits": {"noise_scale": 0.0, "noise_scale_duration": 0.0},
+    # Nemotron leaves num_key_value_heads None; DeepSeek-V2 num_experts_per_tok
+    "nemotron": {"num_key_value_heads": KV_HEADS},
+    "deepseek_v2": {"num_experts_per_tok": 2},
+    # Reformer: the axial position factors sum to the width
+    "reformer": {"axial_pos_embds_dim": [HIDDEN // 2, HIDDEN // 2], "axial_pos_shape": [8, 8]},
+    # DPT reads 4 hidden states (one per neck size) from a 4-layer ViT
+    "dpt": {"num_hidden_layers": 4, "backbone_out_indices": [0, 1, 2, 3]},
+    # EfficientNet-B7's widths and depths: scaled down
+    "efficientnet": {"width_coefficient": 0.25, "depth_coefficient": 0.25, "hidden_dim": 320},
     # validators: ESMC has no grouped-query attention; Mamba-2's heads x
     # head_dim = expand x hidden; Fun-ASR's adaptor is a quarter of the text width
     "esmc": {"num_key_value_heads": HEADS},
@@ -423,13 +444,17 @@ def _cfg_get(cfg, *names, default=None):
 def _image(cfg, gen):
     ch = _cfg_get(cfg, "num_channels", "in_channels", default=3)
     size = _cfg_get(cfg, "image_size", "input_size", default=64)
-    if isinstance(size, (list, tuple)):
-        size = size[-1]
-    if isinstance(size, dict):
-        size = size.get("height", 64)
+    if isinstance(size, (list, tuple)) and len(size) >= 2:
+        h, w = size[-2], size[-1]  # (height, width): MGP-STR, ViTPose
+    elif isinstance(size, (list, tuple)):
+        h = w = size[-1]
+    elif isinstance(size, dict):
+        h, w = size.get("height", 64), size.get("width", size.get("height", 64))
+    else:
+        h = w = size
     if not isinstance(ch, int):
         ch = 3
-    return torch.randn(BATCH, ch, size, size, generator=gen)
+    return torch.randn(BATCH, ch, h, w, generator=gen)
 
 
 GRID = 4  # patches per side of the one image of a grid_thw model
@@ -504,6 +529,12 @@ def _fill_required(c, params, cfg, gen):
         p = _cfg_get(cfg, "patch_size", default=16)
         p = p[0] if isinstance(p, (list, tuple)) else p
         c["noise"] = torch.rand(BATCH, (pv.shape[-1] // p) * (pv.shape[-2] // p), generator=gen)
+    if "visual_feats" in params and "visual_feats" not in c and "input_ids" in c:
+        # LXMERT: region features and their boxes
+        fd = _cfg_get(cfg, "visual_feat_dim", default=HIDDEN)
+        pd = _cfg_get(cfg, "visual_pos_dim", default=4)
+        c["visual_feats"] = torch.randn(BATCH, 4, fd, generator=gen)
+        c["visual_pos"] = torch.rand(BATCH, 4, pd, generator=gen)
     if "task_inputs" in required:
         # OneFormer's task prompt, task_seq_len token ids
         n = _cfg_get(cfg, "task_seq_len", default=SEQ)
