@@ -396,6 +396,14 @@ OVERRIDES: dict = {
     "dpt": {"num_hidden_layers": 4, "backbone_out_indices": [0, 1, 2, 3]},
     # EfficientNet-B7's widths and depths: scaled down
     "efficientnet": {"width_coefficient": 0.25, "depth_coefficient": 0.25, "hidden_dim": 320},
+    # BLIP-2 / InstructBLIP: no image token by default (inputs put
+    # num_query_tokens of it in the text)
+    "blip-2": {"image_token_index": VOCAB - 2},
+    "instructblip": {"image_token_index": VOCAB - 2},
+    "instructblipvideo": {"video_token_index": VOCAB - 2},
+    # X-MOD's adapters need a language; ESM's vocabulary has no default
+    "xmod": {"default_language": "en_XX"},
+    "esm": {"vocab_size": 33},
     # validators: ESMC has no grouped-query attention; Mamba-2's heads x
     # head_dim = expand x hidden; Fun-ASR's adaptor is a quarter of the text width
     "esmc": {"num_key_value_heads": HEADS},
@@ -643,6 +651,16 @@ def make_inputs(model, cfg, family, seed=0):
                     c["mm_token_type_ids"] = (ids == _cfg_get(cfg, "image_token_id", "image_token_index")).long()
                 cands.append(c)
         if main != "pixel_values" and "pixel_values" in params:
+            nq = _cfg_get(cfg, "num_query_tokens")
+            if isinstance(nq, int) and "input_ids" in base:
+                # BLIP-2 style: the Q-Former's query outputs replace
+                # num_query_tokens image tokens of the text
+                ids = _with_image_tokens(cfg, base["input_ids"], nq)
+                if ids is not None:
+                    c = dict(base, input_ids=ids, pixel_values=_image(cfg, gen))
+                    if "attention_mask" in c:
+                        c["attention_mask"] = torch.ones_like(ids)
+                    cands.append(c)
             cands.append(dict(base, pixel_values=_image(cfg, gen)))
         if main == "pixel_values" and "input_ids" in params:
             # image + text models whose main input is the image
