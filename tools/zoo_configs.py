@@ -193,7 +193,11 @@ def _shrink_dict(d, depth=0):
         if k in d and (d[k] is None or isinstance(d[k], int)):
             d[k] = HIDDEN // HEADS
     v = d.get("hidden_sizes")
-    if (isinstance(v, list) and v and all(isinstance(x, int) for x in v) and max(v) > 64
+    so = d.get("stage_out_channels")
+    if isinstance(v, list) and isinstance(so, list) and len(so) == len(v):
+        # HGNet-V2: hidden_sizes name the stages' outputs, which the head reads
+        d["hidden_sizes"] = list(so)
+    elif (isinstance(v, list) and v and all(isinstance(x, int) for x in v) and max(v) > 64
             and "num_groups" not in d):
         # ResNet-style stage widths; not for group-norm models (BiT's
         # bottlenecks of a quarter width need 32 groups to divide them)
