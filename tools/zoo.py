@@ -713,6 +713,19 @@ def write_doc(archs, data):
         fam = v.get("family", "").replace("MODEL_FOR_", "").lower() or "base"
         L.append(f"| {k} | {fam} | {v['status']} | {mark(v.get('a'))} | {mark(v.get('b'))} {err} | "
                  f"{mark(v.get('bf16'))} | {mark(v.get('c'))} | {v.get('compiles', '')} | {reason[:300]} |")
+    L.append("\n## Exclusions by cause\n")
+    import re
+
+    egroups = {}
+    for k, v in excluded.items():
+        r = v.get("reason", "")
+        head, _, rest = r.partition(": ")
+        # the error's type and its first words, numbers folded
+        cause = head + ": " + re.sub(r"\d+", "N", rest)[:70]
+        egroups.setdefault(cause, []).append(k)
+    for cause, ks in sorted(egroups.items(), key=lambda x: (-len(x[1]), x[0])):
+        L.append(f"- {len(ks)} × {cause.replace('|', '/')} — {', '.join(sorted(ks)[:6])}"
+                 f"{' …' if len(ks) > 6 else ''}")
     L.append("\n## Excluded\n")
     L.append("| architecture | reason |")
     L.append("|---|---|")
