@@ -93,9 +93,11 @@ NOTES = [
     "`manual_seed(0)` is not CPU's), so seeding cannot make them equal: ViTMAE gets its `noise` as "
     "an input, VITS runs with `noise_scale` and `noise_scale_duration` 0 (flow and duration "
     "predictor still run, the noise term is zero).",
-    "PixioBackbone's 0.07 was not ours: its two final layer norms (`layernorm`, `pixio.layernorm`) "
-    "are tied in the checkpoint but not in the freshly built model, so after loading, on CPU as on "
-    "tpu, one bias is the other's; the harness compared the built model with the loaded one. The "
+    "PixioBackbone's 0.07 was not ours: the harness gives zero-initialised parameters small random "
+    "values, so its two final layer-norm biases (`layernorm.bias`, `pixio.layernorm.bias`) differ in "
+    "the built model, and the loaded model's differ from them, identically on CPU and on tpu (the "
+    "checkpoint loading does not keep them apart); the harness compared the built model with the "
+    "loaded one. The "
     "CPU reference is now the saved model loaded back on CPU (and CPU must be able to load what "
     "it saved: BART's sequence classifier lost its third label in the config round trip, fixed in "
     "the shrink; Gradium Phonon TTS and Nemotron 3.5 Transcribe fail CPU's own load and are "
@@ -277,10 +279,10 @@ def run_arch(arch, info, opts):
             # The CPU reference is the saved model loaded back on CPU, as the
             # tpu one is (missing keys are handled below by copying CPU's
             # state_dict into the tpu model): the model in memory may differ
-            # from its checkpoint (PixioBackbone's two final layer norms are
-            # tied in the checkpoint but not in the freshly built model, so
-            # one bias is another's after loading, on CPU as on tpu). CPU
-            # must be able to load what it saved, else excluded.
+            # from what loading it gives (PixioBackbone's two final layer-norm
+            # biases, given different random values above, come back
+            # otherwise, on CPU as on tpu). CPU must be able to load what it
+            # saved, else excluded.
             ref = cls.from_pretrained(d).eval()
             del model
             phase("save")
