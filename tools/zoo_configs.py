@@ -591,6 +591,18 @@ def make_inputs(model, cfg, family, seed=0):
         base["pixel_values"] = _image(cfg, gen)
     elif main in ("input_values", "input_features"):
         pass
+    elif main == "pixel_values_videos":
+        # video-only models (V-JEPA 2, VideoPrism): (batch, frames, c, h, w)
+        fr = _cfg_get(cfg, "frames_per_clip", "num_frames", default=4)
+        fr = fr if isinstance(fr, int) and 0 < fr <= 32 else 4
+        img = _image(cfg, gen)
+        return [{"pixel_values_videos": img.unsqueeze(1).repeat(1, fr, 1, 1, 1)
+                 + 0.1 * torch.randn((BATCH, fr) + tuple(img.shape[1:]), generator=gen)}]
+    elif main == "inputs":
+        # Perceiver: whatever its preprocessor takes, token ids or an image
+        w = _cfg_get(cfg, "d_model", default=HIDDEN)
+        return [{"inputs": text_ids(cfg, (BATCH, SEQ), gen)}, {"inputs": _image(cfg, gen)},
+                {"inputs": torch.randn(BATCH, SEQ, w, generator=gen)}]
     elif main == "past_values":
         # time series: (batch, context, channels), or (batch, context) with
         # its padding mask and frequency (TimesFM)
