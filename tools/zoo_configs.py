@@ -547,6 +547,12 @@ def _fill_required(c, params, cfg, gen):
         pd = _cfg_get(cfg, "visual_pos_dim", default=4)
         c["visual_feats"] = torch.randn(BATCH, 4, fd, generator=gen)
         c["visual_pos"] = torch.rand(BATCH, 4, pd, generator=gen)
+    if "global_attention_mask" in params and "input_ids" in c and "global_attention_mask" not in c:
+        # Longformer: global attention on the first token (its QA head
+        # otherwise derives it from exactly three separators per sample)
+        g = torch.zeros_like(c["input_ids"])
+        g[..., 0] = 1
+        c["global_attention_mask"] = g
     if "task_inputs" in required:
         # OneFormer's task prompt, task_seq_len token ids
         n = _cfg_get(cfg, "task_seq_len", default=SEQ)
