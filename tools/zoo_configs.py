@@ -405,6 +405,11 @@ OVERRIDES: dict = {
     "blip-2": {"image_token_index": VOCAB - 2},
     "instructblip": {"image_token_index": VOCAB - 2},
     "instructblipvideo": {"video_token_index": VOCAB - 2},
+    # probabilistic forecasters need a horizon; feature_size (lags + time
+    # features + loc and scale) is stored in to_dict() and would stay stale
+    **{mt: {"prediction_length": 4, "context_length": 8, "lags_sequence": [1, 2, 3],
+            "num_time_features": 1, "feature_size": 3 + 1 + 2}
+       for mt in ("autoformer", "informer", "time_series_transformer")},
     # X-MOD's adapters need a language; ESM's vocabulary has no default
     "xmod": {"default_language": "en_XX"},
     "esm": {"vocab_size": 33},
@@ -614,6 +619,18 @@ def make_inputs(model, cfg, family, seed=0):
         # its padding mask and frequency (TimesFM)
         ctx = _cfg_get(cfg, "context_length", default=32)
         ctx = ctx if isinstance(ctx, int) and ctx <= 1024 else 64
+        pred = _cfg_get(cfg, "prediction_length")
+        lags = _cfg_get(cfg, "lags_sequence")
+        if isinstance(pred, int) and isinstance(lags, list) and "past_time_features" in params:
+            # Autoformer / Informer / TimeSeriesTransformer: the history
+            # covers the context and the largest lag, with time features
+            n = ctx + max(lags)
+            tf = _cfg_get(cfg, "num_time_features", default=1)
+            return [{"past_values": torch.randn(BATCH, n, generator=gen),
+                     "past_time_features": torch.randn(BATCH, n, tf, generator=gen),
+                     "past_observed_mask": torch.ones(BATCH, n),
+                     "future_values": torch.randn(BATCH, pred, generator=gen),
+                     "future_time_features": torch.randn(BATCH, pred, tf, generator=gen)}]
         ch = _cfg_get(cfg, "num_input_channels", default=1)
         cands = [{"past_values": torch.randn(BATCH, ctx, ch, generator=gen)}]
         flat = {"past_values": torch.randn(BATCH, ctx, generator=gen)}
