@@ -105,9 +105,10 @@ NOTES = [
     "it saved: BART's sequence classifier lost its third label in the config round trip, fixed in "
     "the shrink; Gradium Phonon TTS and Nemotron 3.5 Transcribe fail CPU's own load and are "
     "excluded as CPU failures).",
-    "Glm5NextForConditionalGeneration (\"crash: timeout after 200 s\") is slow, not shown to be a "
-    "crash: alone, its CPU forward took 24 s and its first tpu forward 35 s (677 per-op "
-    "compiles in Strict mode) at load ~5, and the harness runs each twice more in bf16.",
+    "Glm5NextForConditionalGeneration timed out at 200 s in the 00:43 slice (alone, its CPU forward "
+    "took 24 s and its first tpu forward 35 s, 677 per-op compiles in Strict mode, at load ~5) and "
+    "passed in 38 s in the 01:30 slice; SLANeXtForTableRecognition (timeout at 300 s before) "
+    "passed in 48 s there.",
     "Mask2Former's bf16 misses (float32 matches) are not diagnosed.",
     "RTDetr* (b) failures (max |d| 5.4 at enc_topk_bboxes) are top-k among equal scores, not a wrong "
     "value shown: the encoder's class scores match CPU exactly (enc_outputs_class, max |d| 0.0) and "
