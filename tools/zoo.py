@@ -50,6 +50,7 @@ GEN_TOKENS = 64
 TOL = dict(atol=1e-4, rtol=1e-4)
 TOL_BF16 = dict(atol=4e-2, rtol=4e-2)
 MAX_PARAMS = 30_000_000
+SEED = 0  # torch.manual_seed before every forward (CPU and tpu)
 # How to read the current figures (kept in the report by hand; update with each run).
 NOTES = [
     "Partial run. Slices so far: alphabetical ASTForAudioClassification .. BrosModel (all families, "
@@ -65,7 +66,14 @@ NOTES = [
     "the not yet run, alphabetically from AXK1ForCausalLM (01:26 UTC, one worker, load 10-12, "
     "running at this note's writing; the totals say how far it got). The 11 causal LMs that "
     "passed before (ApertusForCausalLM .. BlenderbotSmallForCausalLM, LlamaForCausalLM) were not "
-    "re-run: their rows are from the old (c) (`dynamic=None`, four traces). The "
+    "re-run: their rows are from the old (c) (`dynamic=None`, four traces). "
+    "Also (Dec 2, branch zooa) the exclusions and failures outside "
+    "MODEL_FOR_CAUSAL_LM were re-run twice with the new shrink rules and input recipes "
+    "(`--retry --skip-family MODEL_FOR_CAUSAL_LM --workers 1 --timeout 200`: 00:43-01:31, 338 of 512, "
+    "stopped; then from 01:30 all of them again with the later fixes, and after 02:00 those still "
+    "excluded or failing once more with the final code, plus the Swin, Longformer and LED "
+    "architectures whose configs or inputs changed; the exact commands are under Slices run). "
+    "The "
     "machine had 2 cores shared by 5-6 engineers (load average 7-11 in the last slices). The "
     "targets are not demonstrated by these slices: continue with `make zoo`.",
     "Where the time goes (`phase_s` per architecture in docs/zoo.json): an architecture outside the "
@@ -97,6 +105,35 @@ NOTES = [
     "compiles, 2 graphs, 131.2 s: its `topk` runs along the padded sequence dim (top-k keys), "
     "which needs a masked rule (not done). BigBirdForCausalLM (9 > 8): `aten.index.Tensor` on padded sizes, its "
     "graphs run at exact sizes. These are backend gaps (missing padded rules), not exclusions.",
+    "Models that draw random numbers inside forward: every forward (CPU and tpu) now starts from "
+    "`torch.manual_seed(0)`. ViLT samples its patches with `torch.multinomial` on CPU tensors, so "
+    "both sides draw the same; ViTMAE and VITS draw on the model's device, and the tpu generator's "
+    "stream differs from CPU's for the same seed (`torch.rand(4, device=\"tpu\")` after "
+    "`manual_seed(0)` is not CPU's), so seeding cannot make them equal: ViTMAE gets its `noise` as "
+    "an input, VITS runs with `noise_scale` and `noise_scale_duration` 0 (flow and duration "
+    "predictor still run, the noise term is zero).",
+    "PixioBackbone's 0.07 was not ours: the harness gives zero-initialised parameters small random "
+    "values, so its two final layer-norm biases (`layernorm.bias`, `pixio.layernorm.bias`) differ in "
+    "the built model, and the loaded model's differ from them, identically on CPU and on tpu (the "
+    "checkpoint loading does not keep them apart); the harness compared the built model with the "
+    "loaded one. The "
+    "CPU reference is now the saved model loaded back on CPU (and CPU must be able to load what "
+    "it saved: BART's sequence classifier lost its third label in the config round trip, fixed in "
+    "the shrink; Gradium Phonon TTS and Nemotron 3.5 Transcribe fail CPU's own load and are "
+    "excluded as CPU failures).",
+    "Glm5NextForConditionalGeneration timed out at 200 s in the 00:43 slice (alone, its CPU forward "
+    "took 24 s and its first tpu forward 35 s, 677 per-op compiles in Strict mode, at load ~5) and "
+    "passed in 38 s in the 01:30 slice; SLANeXtForTableRecognition (timeout at 300 s before) "
+    "passed in 48 s there.",
+    "Mask2Former's bf16 misses (float32 matches) are not diagnosed.",
+    "RTDetr* (b) failures (max |d| 5.4 at enc_topk_bboxes) are top-k among equal scores, not a wrong "
+    "value shown: the encoder's class scores match CPU exactly (enc_outputs_class, max |d| 0.0) and "
+    "the 16 scores selected are all -0.6931 on both sides, so which anchors top-k returns among the "
+    "ties is unspecified (CPU and XLA order them differently) and the selected boxes differ. They "
+    "count as failures until the harness avoids the ties.",
+    "OneFormerModel and OneFormerForUniversalSegmentation now run (their list main_input_name and "
+    "task_inputs were the harness TypeError) and fail (b): task_token is 9e-5 off and the decoder's "
+    "object queries 1.6; not diagnosed, possibly ours.",
     "Exclusions \"CPU itself fails (forward with the harness's inputs)\" and \"config can't be made "
     "tiny\" are limits of the harness's generic config shrink and input recipes (they need entries in "
     "`OVERRIDES` or a recipe), not bugs of CPU PyTorch; they are listed so that none is hidden.",
@@ -267,10 +304,15 @@ def run_arch(arch, info, opts):
                         p.copy_(torch.randn(p.shape, generator=g) * 0.02)
             phase("build")
             model.save_pretrained(d)
-            # The model just saved is the CPU reference: loading it back on
-            # CPU gives the same weights (missing keys are handled below by
-            # copying CPU's state_dict into the tpu model).
-            ref = model
+            # The CPU reference is the saved model loaded back on CPU, as the
+            # tpu one is (missing keys are handled below by copying CPU's
+            # state_dict into the tpu model): the model in memory may differ
+            # from what loading it gives (PixioBackbone's two final layer-norm
+            # biases, given different random values above, come back
+            # otherwise, on CPU as on tpu). CPU must be able to load what it
+            # saved, else excluded.
+            ref = cls.from_pretrained(d).eval()
+            del model
             phase("save")
         except Exception as e:  # noqa: BLE001
             res["reason"] = f"CPU itself fails (build/save/load): {_short(e)}"
@@ -280,9 +322,20 @@ def run_arch(arch, info, opts):
         except LookupError as e:
             res["reason"] = f"harness has no input recipe: {e}"
             return res
+        except Exception as e:  # noqa: BLE001
+            res["reason"] = f"harness's input recipe fails: {_short(e)}"
+            return res
         err = None
+        # Every forward starts from the same seed: models that draw on the
+        # CPU generator inside forward (ViLT's patch sampling builds its
+        # weights with torch.ones on cpu) then draw the same numbers on both
+        # sides. Draws on the tpu device use the tpu generator, whose stream
+        # differs from CPU's for the same seed: those models get the noise
+        # as an input where the forward takes one (ViTMAE's `noise`) or a
+        # zero noise scale (VITS, tools/zoo_configs.py OVERRIDES).
         for inputs in cands:
             try:
+                torch.manual_seed(SEED)
                 with torch.no_grad():
                     want = ref(**inputs)
                 break
@@ -302,6 +355,7 @@ def run_arch(arch, info, opts):
                 tpu.load_state_dict(ref.state_dict(), strict=False)
                 notes.append("missing keys at load: copied CPU's state_dict")
             phase("tpu_load")
+            torch.manual_seed(SEED)
             with torch.no_grad():
                 got = tpu(**_to(inputs, "tpu"))
             got = [(k, v.cpu()) for k, v in _tensors(got)]
@@ -320,6 +374,7 @@ def run_arch(arch, info, opts):
         if opts.bf16:
             try:
                 ref16 = cls.from_pretrained(d, dtype=torch.bfloat16).eval()
+                torch.manual_seed(SEED)
                 with torch.no_grad():
                     want16 = ref16(**_to(inputs, "cpu", torch.bfloat16))
             except Exception as e:  # noqa: BLE001
@@ -330,6 +385,7 @@ def run_arch(arch, info, opts):
                     tpu16, _ = _load_tpu(cls, d, [], dtype=torch.bfloat16)
                     if tinfo.get("missing_keys"):
                         tpu16.load_state_dict(ref16.state_dict(), strict=False)
+                    torch.manual_seed(SEED)
                     with torch.no_grad():
                         got16 = tpu16(**_to(inputs, "tpu", torch.bfloat16))
                     ok16, err16, where16 = compare(got16, want16, **TOL_BF16)
@@ -720,6 +776,19 @@ def write_doc(archs, data):
         fam = v.get("family", "").replace("MODEL_FOR_", "").lower() or "base"
         L.append(f"| {k} | {fam} | {v['status']} | {mark(v.get('a'))} | {mark(v.get('b'))} {err} | "
                  f"{mark(v.get('bf16'))} | {mark(v.get('c'))} | {v.get('compiles', '')} | {reason[:300]} |")
+    L.append("\n## Exclusions by cause\n")
+    import re
+
+    egroups = {}
+    for k, v in excluded.items():
+        r = v.get("reason", "")
+        head, _, rest = r.partition(": ")
+        # the error's type and its first words, numbers folded
+        cause = head + ": " + re.sub(r"\d+", "N", rest)[:70]
+        egroups.setdefault(cause, []).append(k)
+    for cause, ks in sorted(egroups.items(), key=lambda x: (-len(x[1]), x[0])):
+        L.append(f"- {len(ks)} × {cause.replace('|', '/')} — {', '.join(sorted(ks)[:6])}"
+                 f"{' …' if len(ks) > 6 else ''}")
     L.append("\n## Excluded\n")
     L.append("| architecture | reason |")
     L.append("|---|---|")

@@ -81,7 +81,44 @@ _SHRINK_INT = {
     "ssm_state_size": 16, "state_size": 16,
     # audio codecs whose quantizer works at the model width
     "codebook_dim": HIDDEN,
+    # widths under other names (XLM's emb_dim, DeBERTa's pooler), and the
+    # widths a sub-model projects into that validators require to equal the
+    # (shrunk) hidden size of the model it feeds
+    "emb_dim": HIDDEN, "pooler_hidden_size": HIDDEN, "out_hidden_size": HIDDEN,
+    "text_hidden_size": HIDDEN, "condition_dim": HIDDEN, "audio_hidden_size": HIDDEN,
+    "adapter_in_dim": HIDDEN, "rotary_dim": HIDDEN // HEADS,
+    # secondary vocabularies (LUKE's entities, Gemma 4's per-layer embeddings)
+    "entity_vocab_size": VOCAB, "entity_emb_size": HIDDEN, "vocab_size_per_layer_input": VOCAB,
+    # DPT-style necks read the backbone's (shrunk) width; CLIP-style
+    # projections; detectors' queries (RT-DETR takes the top num_queries
+    # of the anchors of a small image); video frames
+    "reassemble_hidden_size": HIDDEN, "projection_size": HIDDEN, "num_queries": 16,
+    "num_frames": 4,
 }
+
+
+def _cut_layer_list(v, n):
+    """The first n entries of a per-layer list, but keeping one layer of each
+    kind (hybrid models: cutting [linear, linear, linear, full, ...] to its
+    first two leaves no attention layer, and the model's cache refuses a
+    forward): the first layer of each kind, then the earliest others."""
+    if not all(isinstance(x, str) for x in v):
+        return v[:n]
+    keep = []
+    for i, x in enumerate(v):
+        if x not in [v[j] for j in keep]:
+            keep.append(i)
+    keep = keep[:n]
+    for i in range(len(v)):
+        if len(keep) >= n:
+            break
+        if i not in keep:
+            keep.append(i)
+    return [v[i] for i in sorted(keep)]
+
+
+def _kinds(v):
+    return len(set(v)) if all(isinstance(x, str) for x in v) else 1
 
 
 def _sub_configs(cfg):
@@ -115,16 +152,38 @@ def _shrink_dict(d, depth=0):
     Lists as long as the old depth (layer_types, mlp_layer_types, ...) are
     cut to the new one; values derived from shrunk ones are recomputed."""
     old_layers = {k: d[k] for k in _SHRINK_INT if isinstance(d.get(k), int) and "layer" in k}
+    if isinstance(d.get("depths"), list) and d.get("num_layers") == len(d["depths"]):
+        # Swin-style: num_layers counts the stages (one block each below)
+        old_layers.pop("num_layers")
+        d["num_layers"] = LAYERS + 10 ** 6  # kept: restored after the shrink
+    swin_stages = d.get("num_layers", 0) > 10 ** 6
     for k, new in _SHRINK_INT.items():
         v = d.get(k)
         if isinstance(v, int) and not isinstance(v, bool) and v > new:
             d[k] = new
+    if swin_stages:
+        d["num_layers"] = len(d["depths"])
+    # a hybrid model keeps one layer of each kind: as many layers as kinds
+    for k, v in list(d.items()):
+        if isinstance(v, list) and v and not isinstance(v[0], dict):
+            for lk, old in old_layers.items():
+                if len(v) == old and old > d[lk] and _kinds(v) > d[lk]:
+                    d[lk] = min(old, _kinds(v))
     for k, v in list(d.items()):
         if isinstance(v, list) and v and not isinstance(v[0], dict):
             for lk, old in old_layers.items():
                 if len(v) == old and old > d[lk]:
-                    d[k] = v[: d[lk]]
+                    d[k] = _cut_layer_list(v, d[lk])
                     break
+    # hybrids that place attention every `period` layers from `offset`
+    # (Jamba, Zamba): one attention layer among the remaining ones
+    n_now = next((d[k] for k in old_layers), None)
+    for per, off in (("attn_layer_period", "attn_layer_offset"),
+                     ("expert_layer_period", "expert_layer_offset")):
+        if isinstance(d.get(per), int) and isinstance(n_now, int) and d[per] > n_now:
+            d[per] = n_now
+            if isinstance(d.get(off), int):
+                d[off] = min(d[off], n_now - 1)
     for k in ("num_attention_heads", "n_head", "num_heads", "encoder_attention_heads",
               "decoder_attention_heads"):
         w = d.get("hidden_size", d.get("d_model", d.get("n_embd")))
@@ -133,6 +192,27 @@ def _shrink_dict(d, depth=0):
     for k in ("head_dim", "d_head"):
         if k in d and (d[k] is None or isinstance(d[k], int)):
             d[k] = HIDDEN // HEADS
+    v = d.get("hidden_sizes")
+    so = d.get("stage_out_channels")
+    if isinstance(v, list) and isinstance(so, list) and len(so) == len(v):
+        # HGNet-V2: hidden_sizes name the stages' outputs, which the head reads
+        d["hidden_sizes"] = list(so)
+    elif (isinstance(v, list) and v and all(isinstance(x, int) for x in v) and max(v) > 64
+            and "num_groups" not in d):
+        # ResNet-style stage widths; not for group-norm models (BiT's
+        # bottlenecks of a quarter width need 32 groups to divide them)
+        d["hidden_sizes"] = [min(x, 32 * 2 ** i) for i, x in enumerate(v)]
+    # per-stage head counts (Swin, SegFormer/GLPN) must divide the stage
+    # widths: hidden_sizes[i], or embed_dim * 2**i for Swin-style stages
+    for k in ("num_heads", "num_attention_heads"):
+        hs = d.get(k)
+        if isinstance(hs, list) and hs and all(isinstance(x, int) for x in hs):
+            ws = d.get("hidden_sizes")
+            if not (isinstance(ws, list) and len(ws) == len(hs) and all(isinstance(x, int) for x in ws)):
+                e = d.get("embed_dim")
+                ws = [e * 2 ** i for i in range(len(hs))] if isinstance(e, int) else None
+            if ws:
+                d[k] = [max(h for h in range(1, max(1, hh) + 1) if w % h == 0) for hh, w in zip(hs, ws)]
     if "kv_lora_rank" in d and isinstance(d.get("num_attention_heads"), int):
         d["num_key_value_heads"] = d["num_attention_heads"]  # latent attention has no GQA
     bb = d.get("backbone_config")
@@ -146,12 +226,6 @@ def _shrink_dict(d, depth=0):
         d["use_timm_backbone"] = False
         d["use_pretrained_backbone"] = False
         d["backbone"] = None
-    v = d.get("hidden_sizes")
-    if (isinstance(v, list) and v and all(isinstance(x, int) for x in v) and max(v) > 64
-            and "num_groups" not in d):
-        # ResNet-style stage widths; not for group-norm models (BiT's
-        # bottlenecks of a quarter width need 32 groups to divide them)
-        d["hidden_sizes"] = [min(x, 32 * 2 ** i) for i, x in enumerate(v)]
     if "pad_token_id" in d and d["pad_token_id"] is None:
         d["pad_token_id"] = 0  # sequence-classification heads need one for batch > 1
     n = next((d[k] for k in old_layers), None)
@@ -176,11 +250,26 @@ def _shrink_dict(d, depth=0):
             d[k] = 16
     if isinstance(d.get("qk_head_dim"), int) and "qk_nope_head_dim" in d:
         d["qk_head_dim"] = d["qk_nope_head_dim"] + d.get("qk_rope_head_dim", 0)
+    rp = d.get("rope_parameters")
+    if (isinstance(d.get("qk_rope_head_dim"), int) and isinstance(d.get("qk_nope_head_dim"), int)
+            and isinstance(rp, dict) and "partial_rotary_factor" in rp):
+        # MLA with a partial rotary factor (Mistral 4): the rotated share
+        # of the (shrunk) query-key head
+        full = d["qk_nope_head_dim"] + d["qk_rope_head_dim"]
+        if isinstance(d.get("head_dim"), int):
+            d["head_dim"] = full
+        rp["partial_rotary_factor"] = d["qk_rope_head_dim"] / full
+    if swin_stages and isinstance(d.get("window_size"), int) and isinstance(d.get("patch_size"), int):
+        # all stages kept: windows of 4 and an image whose last stage is
+        # one window (a stage smaller than its window breaks the bias)
+        d["window_size"] = min(d["window_size"], 4)
+        d["image_size"] = d["patch_size"] * d["window_size"] * 2 ** (len(d["depths"]) - 1)
+    _fit_mrope(d)
     # vision: one block per stage, small images
     v = d.get("depths")
     if isinstance(v, list) and v and all(isinstance(x, int) for x in v):
         d["depths"] = [1] * len(v)
-    if isinstance(d.get("image_size"), int) and d["image_size"] > 64:
+    if isinstance(d.get("image_size"), int) and d["image_size"] > 64 and not swin_stages:
         p = d.get("patch_size")
         p = p if isinstance(p, int) and p > 0 else 16
         d["image_size"] = max(2 * p, 64 // p * p)
@@ -200,32 +289,140 @@ def _shrink_dict(d, depth=0):
     return d
 
 
-def _shrink(cfg):
+def _fit_mrope(d):
+    """Multimodal rotary sections (Qwen2-VL style: time, height, width) must
+    sum to half the rotated head: rescaled to the shrunk head."""
+    rp = d.get("rope_parameters") if isinstance(d.get("rope_parameters"), dict) else {}
+    if d.get("model_type") in _MROPE_TYPES and isinstance(d.get("rope_parameters"), dict) and (
+            "rope_type" in d["rope_parameters"]):
+        # the model's default when the config has none (Qwen2-VL's rotary)
+        rp.setdefault("mrope_section", [16, 24, 24])
+    for holder in (rp, d):
+        sec = holder.get("mrope_section")
+        if not (isinstance(sec, list) and sec and all(isinstance(x, int) for x in sec)):
+            continue
+        w = d.get("hidden_size")
+        h = d.get("num_attention_heads")
+        hd = d.get("qk_rope_head_dim") or d.get("head_dim") or (
+            w // h if isinstance(w, int) and isinstance(h, int) and h else None)
+        if not isinstance(hd, int):
+            continue
+        target = hd // 2
+        if sum(sec) == target or target < len(sec):
+            continue
+        new = [max(1, round(x * target / sum(sec))) for x in sec]
+        while sum(new) > target:
+            new[new.index(max(new))] -= 1
+        while sum(new) < target:
+            new[new.index(min(new))] += 1
+        holder["mrope_section"] = new
+
+
+_MROPE_TYPES: set = set()
+
+
+def _mrope_types(cfg, depth=0):
+    """Model types (of cfg and its sub-configs) whose rotary takes an
+    mrope_section, which their configs may leave to the model's default."""
+    out = set()
+    if "mrope_section" in (getattr(type(cfg), "ignore_keys_at_rope_validation", None) or ()):
+        out.add(cfg.model_type)
+    if depth < 3:
+        for _, sub in _sub_configs(cfg):
+            out |= _mrope_types(sub, depth + 1)
+    return out
+
+
+def _shrink(cfg, pre=None):
+    _MROPE_TYPES.clear()
+    _MROPE_TYPES.update(_mrope_types(cfg))
     d = _shrink_dict(cfg.to_dict())
     for k in ("transformers_version", "architectures", "_name_or_path"):
         d.pop(k, None)
-    return type(cfg).from_dict(d)
+    for k, v in (pre or {}).items():
+        if isinstance(v, dict) and isinstance(d.get(k), dict):
+            d[k].update(v)  # a sub-config: its attributes
+        else:
+            d[k] = v
+    labels = getattr(cfg, "num_labels", None)
+    cfg = type(cfg).from_dict(d)
+    if isinstance(labels, int) and getattr(cfg, "num_labels", labels) != labels:
+        # from_dict gave BART 2 labels where its default is 3; save_pretrained
+        # then writes none, and the reloaded head has 3 outputs again
+        cfg.num_labels = labels
+    return cfg
 
 
 def tiny_config(arch, model_type):
-    """The model type's default config, shrunk; OVERRIDES[arch] or
-    OVERRIDES[model_type] (a dict of attributes or a callable(cfg)) last."""
+    """The model type's default config, shrunk. OVERRIDES[model_type] then
+    OVERRIDES[arch]: a dict is merged into the shrunk to_dict() before the
+    config is rebuilt (so derived fields follow; a dict value for a
+    sub-config updates its attributes), a callable(cfg) edits the built
+    config."""
     from transformers import CONFIG_MAPPING
 
-    cfg = _shrink(CONFIG_MAPPING[model_type]())
+    pre, post = {}, []
     for key in (model_type, arch):
         o = OVERRIDES.get(key)
         if callable(o):
-            o(cfg)
+            post.append(o)
         elif o:
-            for k, v in o.items():
-                setattr(cfg, k, v)
+            pre.update(o)
+    cfg = _shrink(CONFIG_MAPPING[model_type](), pre)
+    for o in post:
+        o(cfg)
     return cfg
 
 
 # Per-architecture (or model type) overrides where the generic shrink is not
-# enough. Keys are model types or class names.
-OVERRIDES: dict = {}
+# enough. Keys are model types or class names; each says why.
+OVERRIDES: dict = {
+    # hybrids whose attention layers are listed by index or default to none
+    "bamba": {"attn_layer_indices": [1]},
+    "granitemoehybrid": {"layer_types": ["linear_attention", "full_attention"]},
+    "recurrent_gemma": {"block_types": ["recurrent", "attention"]},
+    # LiLT's layout embeddings are 6 slices of hidden_size // 6, shrunk by
+    # channel_shrink_ratio: a width that 6 and 4 divide
+    "lilt": {"hidden_size": 48},
+    # LayoutLMv3: 4 coordinate + 2 shape embeddings concatenate to the width
+    "layoutlmv3": {"coordinate_size": 4, "shape_size": 8},
+    # VITS samples its latents and durations with torch.randn on the
+    # model's device, scaled by these: the tpu generator's stream differs
+    # from CPU's, so parity is checked without the noise (the flow and the
+    # duration predictor still run)
+    "vits": {"noise_scale": 0.0, "noise_scale_duration": 0.0},
+    # Nemotron leaves num_key_value_heads None; DeepSeek-V2 num_experts_per_tok
+    "nemotron": {"num_key_value_heads": KV_HEADS},
+    "deepseek_v2": {"num_experts_per_tok": 2},
+    # Reformer: the axial position factors sum to the width
+    "reformer": {"axial_pos_embds_dim": [HIDDEN // 2, HIDDEN // 2], "axial_pos_shape": [8, 8]},
+    # DPT reads 4 hidden states (one per neck size) from a 4-layer ViT
+    "dpt": {"num_hidden_layers": 4, "backbone_out_indices": [0, 1, 2, 3]},
+    # EfficientNet-B7's widths and depths: scaled down
+    "efficientnet": {"width_coefficient": 0.25, "depth_coefficient": 0.25, "hidden_dim": 320},
+    # BLIP-2 / InstructBLIP: no image token by default (inputs put
+    # num_query_tokens of it in the text)
+    "blip-2": {"image_token_index": VOCAB - 2},
+    "instructblip": {"image_token_index": VOCAB - 2},
+    "instructblipvideo": {"video_token_index": VOCAB - 2},
+    # probabilistic forecasters need a horizon; feature_size (lags + time
+    # features + loc and scale) is stored in to_dict() and would stay stale
+    **{mt: {"prediction_length": 4, "context_length": 8, "lags_sequence": [1, 2, 3],
+            "num_time_features": 1, "feature_size": 3 + 1 + 2}
+       for mt in ("autoformer", "informer", "time_series_transformer")},
+    # X-MOD's adapters need a language; ESM's vocabulary has no default
+    "xmod": {"default_language": "en_XX"},
+    "esm": {"vocab_size": 33},
+    # validators: ESMC has no grouped-query attention; Mamba-2's heads x
+    # head_dim = expand x hidden; Fun-ASR's adaptor is a quarter of the text width
+    "esmc": {"num_key_value_heads": HEADS},
+    "mamba2": {"head_dim": 2 * HIDDEN // HEADS, "n_groups": 1},
+    # Dory: input + recurrent + output blocks make the depth
+    "dory": {"n_input_layers": 1, "n_recurrent_layers": 0, "n_output_layers": 1},
+    # Molmo 2 reads ViT layers 24 and 18 (negative indices wrap to the depth)
+    "molmo2": {"adapter_config": {"vision_feature_layer": [-1, -2]}},
+    "fun_asr_nano": {"adaptor_config": {"intermediate_size": HIDDEN // 4}},
+}
 
 
 # ---------------------------------------------------------------- inputs
@@ -264,13 +461,111 @@ def _cfg_get(cfg, *names, default=None):
 def _image(cfg, gen):
     ch = _cfg_get(cfg, "num_channels", "in_channels", default=3)
     size = _cfg_get(cfg, "image_size", "input_size", default=64)
-    if isinstance(size, (list, tuple)):
-        size = size[-1]
-    if isinstance(size, dict):
-        size = size.get("height", 64)
+    if isinstance(size, (list, tuple)) and len(size) >= 2:
+        h, w = size[-2], size[-1]  # (height, width): MGP-STR, ViTPose
+    elif isinstance(size, (list, tuple)):
+        h = w = size[-1]
+    elif isinstance(size, dict):
+        h, w = size.get("height", 64), size.get("width", size.get("height", 64))
+    else:
+        h = w = size
     if not isinstance(ch, int):
         ch = 3
-    return torch.randn(BATCH, ch, size, size, generator=gen)
+    return torch.randn(BATCH, ch, h, w, generator=gen)
+
+
+GRID = 4  # patches per side of the one image of a grid_thw model
+
+
+def _grid_image(cfg, gen):
+    """Qwen2-VL-style vision input: the image as its flattened patches
+    (patches, channels * temporal_patch * patch * patch) and its grid
+    (t, h, w) per image; returns (patches, grid_thw, tokens per image)."""
+    vc = getattr(cfg, "vision_config", None) or cfg
+    p = getattr(vc, "patch_size", None) or 14
+    t = getattr(vc, "temporal_patch_size", None) or 2  # Qwen2-VL's default
+    m = getattr(vc, "spatial_merge_size", None) or 1
+    ch = getattr(vc, "in_channels", None) or getattr(vc, "num_channels", None) or 3
+    p = p[0] if isinstance(p, (list, tuple)) else p
+    grid = torch.tensor([[1, GRID, GRID]] * BATCH)
+    patches = torch.randn(BATCH * GRID * GRID, ch * t * p * p, generator=gen)
+    return patches, grid, GRID * GRID // (m * m)
+
+
+def _with_image_tokens(cfg, ids, n):
+    """Text ids with one image per row: [start] n image tokens [end]."""
+    img = _cfg_get(cfg, "image_token_id", "image_token_index")
+    if not isinstance(img, int):
+        return None
+    start = _cfg_get(cfg, "vision_start_token_id", "image_start_token_id")
+    end = _cfg_get(cfg, "vision_end_token_id", "image_end_token_id")
+    ids = ids.clone()
+    if ids.shape[-1] < n + 4:
+        ids = ids.repeat(1, (n + 4) // ids.shape[-1] + 1)[:, : n + 4]
+    i = 1
+    if isinstance(start, int):
+        ids[:, i] = start
+        i += 1
+    ids[:, i: i + n] = img
+    if isinstance(end, int):
+        ids[:, i + n] = end
+    return ids
+
+
+def _fill_required(c, params, cfg, gen):
+    """Required forward arguments beside the main input, by name: the
+    Q-Former's text (InstructBLIP), feature masks, SegGPT's prompt,
+    VideoMAE's pretraining mask, BLIP-2 Q-Former's query embeddings."""
+    required = {n for n, p in params.items() if p.default is inspect.Parameter.empty
+                and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)} - set(c)
+    c = dict(c)
+    if "qformer_input_ids" in required:
+        qcfg = getattr(cfg, "qformer_config", None) or cfg
+        c["qformer_input_ids"] = text_ids(qcfg, (BATCH, SEQ), gen)
+        if "qformer_attention_mask" in params:
+            c["qformer_attention_mask"] = torch.ones(BATCH, SEQ, dtype=torch.long)
+    for k in required:
+        if k.endswith("_mask") and k.replace("_mask", "") in c:
+            c[k] = torch.ones(c[k.replace("_mask", "")].shape[:2], dtype=torch.long)
+    pv = c.get("pixel_values")
+    if isinstance(pv, torch.Tensor):
+        if "prompt_pixel_values" in required:
+            c["prompt_pixel_values"] = torch.randn(pv.shape, generator=gen)
+        if "prompt_masks" in required:
+            c["prompt_masks"] = torch.randn(pv.shape, generator=gen)
+        if "bool_masked_pos" in required:
+            p = _cfg_get(cfg, "patch_size", default=16)
+            t = _cfg_get(cfg, "tubelet_size", default=1)
+            n = (pv.shape[1] // t if pv.dim() == 5 else 1) * (pv.shape[-1] // p) * (pv.shape[-2] // p)
+            m = torch.zeros(BATCH, n, dtype=torch.bool)
+            m[:, ::2] = True  # the same count per sample
+            c["bool_masked_pos"] = m
+    if "noise" in params and isinstance(pv, torch.Tensor) and pv.dim() == 4 and "noise" not in c:
+        # ViTMAE shuffles patches by torch.rand on the input's device; the
+        # tpu generator's stream differs from CPU's, so the noise is an input
+        p = _cfg_get(cfg, "patch_size", default=16)
+        p = p[0] if isinstance(p, (list, tuple)) else p
+        c["noise"] = torch.rand(BATCH, (pv.shape[-1] // p) * (pv.shape[-2] // p), generator=gen)
+    if "visual_feats" in params and "visual_feats" not in c and "input_ids" in c:
+        # LXMERT: region features and their boxes
+        fd = _cfg_get(cfg, "visual_feat_dim", default=HIDDEN)
+        pd = _cfg_get(cfg, "visual_pos_dim", default=4)
+        c["visual_feats"] = torch.randn(BATCH, 4, fd, generator=gen)
+        c["visual_pos"] = torch.rand(BATCH, 4, pd, generator=gen)
+    if "global_attention_mask" in params and "input_ids" in c and "global_attention_mask" not in c:
+        # Longformer: global attention on the first token (its QA head
+        # otherwise derives it from exactly three separators per sample)
+        g = torch.zeros_like(c["input_ids"])
+        g[..., 0] = 1
+        c["global_attention_mask"] = g
+    if "task_inputs" in required:
+        # OneFormer's task prompt, task_seq_len token ids
+        n = _cfg_get(cfg, "task_seq_len", default=SEQ)
+        c["task_inputs"] = text_ids(cfg, (BATCH, n if isinstance(n, int) and n <= 128 else SEQ), gen)
+    if "query_embeds" in required:
+        w = _cfg_get(cfg, "hidden_size", default=HIDDEN)
+        c["query_embeds"] = torch.randn(BATCH, 4, w, generator=gen)
+    return c
 
 
 def make_inputs(model, cfg, family, seed=0):
@@ -280,7 +575,20 @@ def make_inputs(model, cfg, family, seed=0):
     gen = torch.Generator().manual_seed(seed)
     params = inspect.signature(model.forward).parameters
     main = getattr(model, "main_input_name", "input_ids")
+    if isinstance(main, (list, tuple)):
+        # several main inputs (OneFormer: pixel_values and task_inputs): the
+        # first one's recipe, the others filled by name (_fill_required)
+        main = main[0]
     base = {}
+    if "grid_thw" in params or ("image_grid_thw" in params and "input_ids" not in params):
+        # Qwen2-VL-style vision towers: flattened patches and their grid
+        patches, grid, _ = _grid_image(cfg, gen)
+        key = "hidden_states" if "hidden_states" in params else "pixel_values"
+        c = {key: patches, "grid_thw" if "grid_thw" in params else "image_grid_thw": grid}
+        if "merge_sizes" in params:
+            m = _cfg_get(cfg, "spatial_merge_size", default=1)
+            c["merge_sizes"] = torch.tensor([m] * BATCH)
+        return [c]
     if main == "input_ids" or (main not in params and "input_ids" in params):
         shape = (BATCH, 2, SEQ) if family == "MODEL_FOR_MULTIPLE_CHOICE" else (BATCH, SEQ)
         ids = text_ids(cfg, shape, gen)
@@ -294,6 +602,43 @@ def make_inputs(model, cfg, family, seed=0):
         base["pixel_values"] = _image(cfg, gen)
     elif main in ("input_values", "input_features"):
         pass
+    elif main == "pixel_values_videos":
+        # video-only models (V-JEPA 2, VideoPrism): (batch, frames, c, h, w)
+        fr = _cfg_get(cfg, "frames_per_clip", "num_frames", default=4)
+        fr = fr if isinstance(fr, int) and 0 < fr <= 32 else 4
+        img = _image(cfg, gen)
+        return [{"pixel_values_videos": img.unsqueeze(1).repeat(1, fr, 1, 1, 1)
+                 + 0.1 * torch.randn((BATCH, fr) + tuple(img.shape[1:]), generator=gen)}]
+    elif main == "inputs":
+        # Perceiver: whatever its preprocessor takes, token ids or an image
+        w = _cfg_get(cfg, "d_model", default=HIDDEN)
+        return [{"inputs": text_ids(cfg, (BATCH, SEQ), gen)}, {"inputs": _image(cfg, gen)},
+                {"inputs": torch.randn(BATCH, SEQ, w, generator=gen)}]
+    elif main == "past_values":
+        # time series: (batch, context, channels), or (batch, context) with
+        # its padding mask and frequency (TimesFM)
+        ctx = _cfg_get(cfg, "context_length", default=32)
+        ctx = ctx if isinstance(ctx, int) and ctx <= 1024 else 64
+        pred = _cfg_get(cfg, "prediction_length")
+        lags = _cfg_get(cfg, "lags_sequence")
+        if isinstance(pred, int) and isinstance(lags, list) and "past_time_features" in params:
+            # Autoformer / Informer / TimeSeriesTransformer: the history
+            # covers the context and the largest lag, with time features
+            n = ctx + max(lags)
+            tf = _cfg_get(cfg, "num_time_features", default=1)
+            return [{"past_values": torch.randn(BATCH, n, generator=gen),
+                     "past_time_features": torch.randn(BATCH, n, tf, generator=gen),
+                     "past_observed_mask": torch.ones(BATCH, n),
+                     "future_values": torch.randn(BATCH, pred, generator=gen),
+                     "future_time_features": torch.randn(BATCH, pred, tf, generator=gen)}]
+        ch = _cfg_get(cfg, "num_input_channels", default=1)
+        cands = [{"past_values": torch.randn(BATCH, ctx, ch, generator=gen)}]
+        flat = {"past_values": torch.randn(BATCH, ctx, generator=gen)}
+        if "past_values_padding" in params:
+            flat["past_values_padding"] = torch.zeros(BATCH, ctx, dtype=torch.long)
+        if "freq" in params:
+            flat["freq"] = torch.zeros(BATCH, 1, dtype=torch.long)
+        return cands + [flat]
     else:
         raise LookupError(f"no input recipe for main input {main!r}")
     if "bbox" in params and "input_ids" in base:
@@ -308,18 +653,53 @@ def make_inputs(model, cfg, family, seed=0):
         mels = _cfg_get(cfg, "num_mel_bins", "feature_size", default=80)
         frames = _cfg_get(cfg, "max_length", default=64)
         frames = frames if isinstance(frames, int) and frames <= 1024 else 64
-        cands += [{"input_values": torch.randn(BATCH, 1600, generator=gen)},
-                  {"input_values": torch.randn(BATCH, frames, mels, generator=gen)}]
+        # raw audio (batch, samples), codecs' (batch, channels, samples),
+        # then features (batch, frames, mels)
+        ach = _cfg_get(cfg, "audio_channels", default=1)
+        ach = ach if isinstance(ach, int) and 0 < ach <= 2 else 1
+        cands += [{"input_values": torch.randn(BATCH, 1600, generator=gen)}]
+        cands += [{"input_values": torch.randn(BATCH, c, 1600, generator=gen)} for c in sorted({1, ach})]
+        cands += [{"input_values": torch.randn(BATCH, frames, mels, generator=gen)}]
+        # encoders that downsample 1600 samples below a kernel (x-vector
+        # TDNNs, Perception Encoder audio): one second at 16 kHz
+        cands += [{"input_values": torch.randn(BATCH, 16000, generator=gen)},
+                  {"input_values": torch.randn(BATCH, 1, 16000, generator=gen)}]
     elif main == "input_features":
         mels = _cfg_get(cfg, "num_mel_bins", "input_feat_per_channel", "feature_size", default=80)
         src = _cfg_get(cfg, "max_source_positions", default=None)
         frames = 2 * src if isinstance(src, int) and src <= 1500 else 64
         cands += [{"input_features": torch.randn(BATCH, mels, frames, generator=gen)},
                   {"input_features": torch.randn(BATCH, 64, mels, generator=gen)}]
+        proj = _cfg_get(cfg, "feature_projection_input_dim", default=None)
+        if isinstance(proj, int):
+            # Wav2Vec2-BERT / Seamless: stacked frames, projection_input_dim wide
+            cands.append({"input_features": torch.randn(BATCH, 64, proj, generator=gen)})
     else:
         if "bbox" in params and "input_ids" in base:
             cands += [base_int, base_f]
+        if "image_grid_thw" in params and "input_ids" in base:
+            # Qwen2-VL-style: flattened patches, their grid, and the image's
+            # tokens in the text
+            patches, grid, n = _grid_image(cfg, gen)
+            ids = _with_image_tokens(cfg, base["input_ids"], n)
+            if ids is not None:
+                c = dict(base, input_ids=ids, pixel_values=patches, image_grid_thw=grid)
+                if "attention_mask" in c:
+                    c["attention_mask"] = torch.ones_like(ids)
+                if "mm_token_type_ids" in params:
+                    c["mm_token_type_ids"] = (ids == _cfg_get(cfg, "image_token_id", "image_token_index")).long()
+                cands.append(c)
         if main != "pixel_values" and "pixel_values" in params:
+            nq = _cfg_get(cfg, "num_query_tokens")
+            if isinstance(nq, int) and "input_ids" in base:
+                # BLIP-2 style: the Q-Former's query outputs replace
+                # num_query_tokens image tokens of the text
+                ids = _with_image_tokens(cfg, base["input_ids"], nq)
+                if ids is not None:
+                    c = dict(base, input_ids=ids, pixel_values=_image(cfg, gen))
+                    if "attention_mask" in c:
+                        c["attention_mask"] = torch.ones_like(ids)
+                    cands.append(c)
             cands.append(dict(base, pixel_values=_image(cfg, gen)))
         if main == "pixel_values" and "input_ids" in params:
             # image + text models whose main input is the image
@@ -329,6 +709,20 @@ def make_inputs(model, cfg, family, seed=0):
                 c["attention_mask"] = torch.ones_like(ids)
             cands.append(c)
         cands.append(base)
+        # video models (batch, frames, channels, h, w); Idefics' images
+        # per sample have the same layout
+        fr = _cfg_get(cfg, "num_frames", default=1)
+        fr = fr if isinstance(fr, int) and 0 < fr <= 32 else 1
+        for c in list(cands):
+            pv = c.get("pixel_values")
+            if isinstance(pv, torch.Tensor) and pv.dim() == 4:
+                video = pv.unsqueeze(1).repeat(1, fr, 1, 1, 1)
+                video = video + 0.1 * torch.randn(video.shape, generator=gen)
+                v = dict(c, pixel_values=video)
+                if "image_attention_mask" in params and "input_ids" in c:
+                    v["image_attention_mask"] = torch.ones(c["input_ids"].shape + (fr,), dtype=torch.long)
+                cands.append(v)
+    cands = [_fill_required(c, params, cfg, gen) for c in cands]
     if "decoder_input_ids" in params:
         dec_cfg = getattr(cfg, "decoder", None) or getattr(cfg, "text_config", None) or cfg
         dec = text_ids(dec_cfg, (BATCH, 4), gen)
