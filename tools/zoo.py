@@ -130,11 +130,14 @@ NOTES = [
     "passed in 38 s in the 01:30 slice; SLANeXtForTableRecognition (timeout at 300 s before) "
     "passed in 48 s there.",
     "Mask2Former's bf16 misses (float32 matches) are not diagnosed.",
-    "RTDetr* (b) failures (max |d| 5.4 at enc_topk_bboxes) are top-k among equal scores, not a wrong "
-    "value shown: the encoder's class scores match CPU exactly (enc_outputs_class, max |d| 0.0) and "
-    "the 16 scores selected are all -0.6931 on both sides, so which anchors top-k returns among the "
-    "ties is unspecified (CPU and XLA order them differently) and the selected boxes differ. They "
-    "count as failures until the harness avoids the ties.",
+    "The RT-DETR-style detectors' (b) failures (RTDetr*, DFineForObjectDetection, Deimv2*, "
+    "PPDocLayoutV3*/V4*, at enc_topk_bboxes) are top-k among equal scores, not a wrong value shown "
+    "(checked on RTDetrModel and Deimv2Model): the encoder's class scores match CPU exactly "
+    "(enc_outputs_class, max |d| 0.0) and the 16 scores selected are all -0.6931 on both sides (the "
+    "class bias, -log 2, of anchors whose masked features are zero, above the random valid ones), "
+    "so which anchors top-k returns among the ties is unspecified (CPU and XLA order them "
+    "differently) and the selected boxes differ. They count as failures until the harness avoids "
+    "the ties.",
     "OneFormerModel and OneFormerForUniversalSegmentation now run (their list main_input_name and "
     "task_inputs were the harness TypeError) and fail (b): task_token is 9e-5 off and the decoder's "
     "object queries 1.6; not diagnosed, possibly ours.",
