@@ -151,11 +151,10 @@ def test_generate_greedy_parity(models, name):
     cpu, tpu = models[name]
     kw = {} if name == "llama" else dict(cache_implementation="static", disable_compile=True)
     expected = _generate(cpu, name, "cpu")
-    # In Fused Eager every decode step is a new fused program (generate's
-    # `input_ids[:, -1:]` is a view into a buffer that grows each step, and a
-    # view's storage geometry is part of the program key): tens of seconds
-    # per model here. Llama covers generate in that mode; the others run
-    # their decode in Strict Eager.
+    # In Fused Eager a model's first decode steps compile their own fused
+    # programs (bounded since recurring traces run split, but tens of
+    # seconds per model here). Llama covers generate in that mode; the
+    # others run their decode in Strict Eager, for time.
     mode = "fused" if name == "llama" else "strict"
     with torch_tpu.eager_mode(mode) if torch_tpu.get_eager_mode() == "fused" else _nothing():
         actual = _generate(tpu, name, "tpu", **kw)
