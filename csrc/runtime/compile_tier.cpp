@@ -21,9 +21,6 @@ bool enabled() {
 
 }  // namespace
 
-QuickCompileScope::QuickCompileScope(bool on) : prev_(t_quick) { t_quick = on; }
-QuickCompileScope::~QuickCompileScope() { t_quick = prev_; }
-
 bool quick_compile_active() { return t_quick && enabled(); }
 
 bool set_quick_compile(bool on) {

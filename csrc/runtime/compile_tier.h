@@ -2,7 +2,8 @@
 // programs that, with replays chained into one program per step, run only
 // on that call and the capture after it (docs/design.md, "First-call
 // compile time"). XLA:CPU spends about half of such a compile in LLVM's
-// optimiser; inside a QuickCompileScope the runtime compiles at LLVM -O0
+// optimiser; while quick compiles are on (graph_replay.py turns them on
+// around a graph's first call) the runtime compiles at LLVM -O0
 // instead (about half the compile time, the program runs 1.3-1.8x slower)
 // and rebuilds a program at the normal level when it runs a third time
 // (a graph that keeps running it: replays not chained, or refused).
@@ -13,22 +14,12 @@
 
 namespace torch_tpu::runtime {
 
-// Programs compiled on this thread while a scope is open are quick ones
-// (XLA:CPU only; no effect on other platforms, or with
+// Whether programs compiled on this thread now are quick ones (XLA:CPU
+// only; no effect on other platforms, or with
 // TORCH_TPU_QUICK_FIRST_COMPILE=0).
-class QuickCompileScope {
- public:
-  explicit QuickCompileScope(bool on = true);
-  ~QuickCompileScope();
-  QuickCompileScope(const QuickCompileScope&) = delete;
-  QuickCompileScope& operator=(const QuickCompileScope&) = delete;
-
- private:
-  bool prev_;
-};
-
 bool quick_compile_active();
-// Sets this thread's state, returns the previous one (for Python's scope).
+// Sets this thread's state, returns the previous one (Python's scope
+// restores it: _C._set_quick_compile).
 bool set_quick_compile(bool on);
 
 // A quick program is rebuilt at its this-many-th run.
