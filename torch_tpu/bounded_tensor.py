@@ -21,6 +21,7 @@ for that size; each such op is named once in a warning. Reading the value
 
 from __future__ import annotations
 
+import functools
 import warnings
 from typing import Any
 
@@ -265,27 +266,12 @@ def _new_plan(func, flat, spec):
     return fake_flat, fout, node, plan(node), list(real_of), upper_of
 
 
-_real_cache: "OrderedDict" = None  # (sizes, device) -> int64 tpu tensor
-
-
+@functools.lru_cache(maxsize=256)
 def _real_sizes(values: tuple, device) -> torch.Tensor:
     """The real sizes as a device tensor, uploaded once per distinct tuple:
     a decode step runs dozens of ops with the same sizes, and the rules
     only read it (masks, counts)."""
-    from collections import OrderedDict
-
-    global _real_cache
-    if _real_cache is None:
-        _real_cache = OrderedDict()
-    key = (values, device)
-    t = _real_cache.get(key)
-    if t is None:
-        t = _real_cache[key] = torch.tensor(list(values), dtype=torch.int64).to(device)
-        if len(_real_cache) > 256:
-            _real_cache.popitem(last=False)
-    else:
-        _real_cache.move_to_end(key)
-    return t
+    return torch.tensor(list(values), dtype=torch.int64).to(device)
 
 
 def _run_padded(func, args, kwargs):
