@@ -144,8 +144,10 @@ PYBIND11_MODULE(_C, m) {
     d["donation_copies"] = s.donation_copies;
     d["chained_replays"] = s.chained_replays;
     d["split_traces"] = s.split_traces;
+    d["window_programs"] = s.window_programs;
     return d;
   });
+  m.def("_begin_program_window", [] { runtime::begin_program_window(); });
   // Recompile visibility (runtime/recompile_log.h): counters, the last
   // entries, and the torch.compile backend's graph entries.
   m.def("_recompile_stats", [] {

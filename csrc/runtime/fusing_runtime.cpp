@@ -47,6 +47,8 @@ namespace {
 std::atomic<int> g_mode{-1};  // -1: not read from the environment yet
 std::atomic<bool> g_split_paused{false};  // set_split_paused (modes.h)
 FusionStats g_stats;
+// Key hashes of the fused programs run since begin_program_window().
+std::unordered_set<size_t> g_window;
 
 bool env_flag(const char* name) {
   const char* v = std::getenv(name);
@@ -682,6 +684,7 @@ class ModeRuntime final : public Runtime {
         }
       } else {
         ExecutableRef exe;
+        if (g_window.insert(std::hash<std::string>{}(key)).second) g_stats.window_programs = g_window.size();
         if (ExecutableRef* hit = fused_.find(key)) {
           ++g_stats.cache_hits;
           exe = *hit;
@@ -1106,6 +1109,12 @@ void mark_step() {
 }
 
 FusionStats fusion_stats() { return g_stats; }
+
+void begin_program_window() {
+  RuntimeLock lock;
+  g_window.clear();
+  g_stats.window_programs = 0;
+}
 
 bool set_split_paused(bool paused) { return g_split_paused.exchange(paused); }
 

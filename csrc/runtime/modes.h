@@ -38,8 +38,15 @@ struct FusionStats {
   int64_t donation_copies = 0; // buffers a replay copied because something else still held them
   int64_t chained_replays = 0; // replays appended to a pending trace instead of run (defer_replay)
   int64_t split_traces = 0;    // recurring traces run split around their changed ops (fusing_runtime.cpp)
+  int64_t window_programs = 0; // distinct fused programs run (compiled or found) since begin_program_window()
 };
 FusionStats fusion_stats();
+// Starts counting the distinct fused programs that run from now on
+// (FusionStats::window_programs). `compiles` alone undercounts what a piece
+// of work needs when an earlier one in the process left identical programs
+// in the cache (the zoo's causal LMs share tiny configs): the window counts
+// a program found in the cache once, like one compiled.
+void begin_program_window();
 // Pauses (true) or resumes the cutting of recurring traces around their
 // changed ops (split_if_unstable, fusing_runtime.cpp); returns the previous
 // setting. Graphs run padded to buckets (torch_tpu/bounded_graph.py) pause
