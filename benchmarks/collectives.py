@@ -15,8 +15,8 @@ per repetition, so they share the machine's load; the load average is
 printed before and after.
 Then the step time of DDP (an MLP of --ddp-width, SGD) with W processes
 against one process training alone on the same per-rank batch.
-TORCH_TPU_DIST_CHECK=0 measures tpu_dist without its program check (the
-small all-gather before each collective that catches mismatched ranks).
+TORCH_TPU_DIST_CHECK=0 measures tpu_dist without its rank check (the tiny
+all-gather inside each collective's program that catches mismatched ranks).
 The DDP line also gives the W-process step without the gradient all-reduce
 (`no_sync`) and one all-reduce of the gradients' bytes alone.
 
