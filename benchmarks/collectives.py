@@ -6,11 +6,17 @@
 Rank 0 prints one line per (collective, size): the median time of a few
 calls and the bus bandwidth (NCCL's convention: all_reduce moves
 2(W-1)/W of the buffer per rank, all_gather and reduce_scatter (W-1)/W),
-for tpu_dist on tpu tensors and Gloo on cpu tensors, and their ratio.
+for tpu_dist on tpu tensors and Gloo on cpu tensors, and their ratio; and
+the time of the same collective as a plain jax program on the same devices
+in the same processes (`jax.shard_map` of `psum` / `all_gather` /
+`psum_scatter`, jit-compiled: XLA's own collective with jax's dispatch,
+the floor under tpu_dist's). The three run interleaved, one call of each
+per repetition, so they share the machine's load; the load average is
+printed before and after.
 Then the step time of DDP (an MLP of --ddp-width, SGD) with W processes
 against one process training alone on the same per-rank batch.
-TORCH_TPU_DIST_CHECK=0 measures tpu_dist without its program check (the
-small all-gather before each collective that catches mismatched ranks).
+TORCH_TPU_DIST_CHECK=0 measures tpu_dist without its rank check (the tiny
+all-gather inside each collective's program that catches mismatched ranks).
 The DDP line also gives the W-process step without the gradient all-reduce
 (`no_sync`) and one all-reduce of the gradients' bytes alone.
 
@@ -34,20 +40,76 @@ import torch_tpu  # noqa: F401
 
 
 def timed(fn, reps):
-    fn()  # compile / warm up
-    ts = []
-    for _ in range(reps):
-        dist.barrier(device_ids=None)
-        t0 = time.perf_counter()
+    return timed_each({"": fn}, reps)[0][""]
+
+
+def timed_each(fns, reps):
+    """Median wall time and CPU time (this process, all its threads) of each
+    of `fns`, called in turn once per repetition. The CPU time is the work
+    a call makes this process do (ours, XLA's, gloo's; waiting in a
+    blocking read costs none), which the machine's load hardly changes."""
+    for fn in fns.values():  # compile / warm up
         fn()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts)
+        fn()
+    ts = {k: [] for k in fns}
+    cs = {k: [] for k in fns}
+    for _ in range(reps):
+        for k, fn in fns.items():
+            dist.barrier(device_ids=None)
+            c0, t0 = time.process_time(), time.perf_counter()
+            fn()
+            ts[k].append(time.perf_counter() - t0)
+            cs[k].append(time.process_time() - c0)
+    return ({k: statistics.median(v) for k, v in ts.items()}, {k: statistics.median(v) for k, v in cs.items()})
+
+
+def collective(name, n, W, dev):
+    """A function running one call of torch.distributed's collective on
+    `dev` tensors (tpu: then waiting for its result)."""
+    x = torch.ones(n, device=dev)
+    if name == "all_reduce":
+        def run():
+            dist.all_reduce(x)
+    elif name == "all_gather":
+        out = torch.empty(n * W, device=dev)
+
+        def run():
+            dist.all_gather_into_tensor(out, x)
+    else:
+        big = torch.ones(n * W, device=dev)
+
+        def run():
+            dist.reduce_scatter_tensor(x, big)
+
+    def fn():
+        run()
+        if dev == "tpu":
+            torch.tpu.synchronize()
+    return fn
+
+
+def jax_collective(name, n, W):
+    """The collective as a plain jax program over the job's W devices: a
+    function running one call (the result ready)."""
+    import jax
+    import numpy as np
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+    mesh = Mesh(np.array(jax.devices()), ("x",))
+    body = {"all_reduce": lambda a: jax.lax.psum(a, "x"),
+            "all_gather": lambda a: jax.lax.all_gather(a, "x", tiled=True),
+            "reduce_scatter": lambda a: jax.lax.psum_scatter(a, "x", tiled=True)}[name]
+    f = jax.jit(jax.shard_map(body, mesh=mesh, in_specs=P("x"), out_specs=P("x")))
+    local = n * W if name == "reduce_scatter" else n
+    x = jax.make_array_from_single_device_arrays(
+        (local * W,), NamedSharding(mesh, P("x")), [jax.device_put(np.ones(local, np.float32), jax.local_devices()[0])])
+    return lambda: f(x).block_until_ready()
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--max-mib", type=int, default=64)
-    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--ddp-width", type=int, default=512)
     ap.add_argument("--ddp-steps", type=int, default=10)
     ap.add_argument("--skip-bandwidth", action="store_true")
@@ -69,36 +131,24 @@ def main():
             sizes.append(b)
         b *= 4
     if rank == 0:
-        print(f"{'collective':<15}{'bytes':>10}{'tpu_dist ms':>13}{'gloo ms':>10}{'tpu GB/s':>10}{'gloo GB/s':>10}{'ratio':>7}")
+        print(f"load average {os.getloadavg()[0]:.1f} at the start", flush=True)
+        print(f"{'collective':<15}{'bytes':>10}{'tpu_dist ms':>13}{'gloo ms':>10}{'tpu GB/s':>10}{'gloo GB/s':>10}"
+              f"{'ratio':>7}{'jax ms':>9}{'jax/gloo':>9}   CPU ms a call: tpu_dist / gloo / jax")
     for name in ops:
         factor = factors[name] * (W - 1) / W
         for nbytes in sizes:
             n = nbytes // 4
-            res = {}
-            for dev in ("tpu", "cpu"):
-                x = torch.ones(n, device=dev)
-                if name == "all_reduce":
-                    def fn():
-                        dist.all_reduce(x)
-                        if dev == "tpu":
-                            torch.tpu.synchronize()
-                elif name == "all_gather":
-                    out = torch.empty(n * W, device=dev)
-                    def fn():
-                        dist.all_gather_into_tensor(out, x)
-                        if dev == "tpu":
-                            torch.tpu.synchronize()
-                else:
-                    big = torch.ones(n * W, device=dev)
-                    def fn():
-                        dist.reduce_scatter_tensor(x, big)
-                        if dev == "tpu":
-                            torch.tpu.synchronize()
-                res[dev] = timed(fn, args.reps)
+            fns = {dev: collective(name, n, W, dev) for dev in ("tpu", "cpu")}
+            fns["jax"] = jax_collective(name, n, W)
+            res, cpu = timed_each(fns, args.reps)
             if rank == 0:
                 bw = {d: factor * nbytes / t / 1e9 for d, t in res.items()}
                 print(f"{name:<15}{nbytes:>10}{res['tpu'] * 1e3:>13.3f}{res['cpu'] * 1e3:>10.3f}"
-                      f"{bw['tpu']:>10.3f}{bw['cpu']:>10.3f}{bw['tpu'] / bw['cpu']:>7.2f}", flush=True)
+                      f"{bw['tpu']:>10.3f}{bw['cpu']:>10.3f}{bw['tpu'] / bw['cpu']:>7.2f}"
+                      f"{res['jax'] * 1e3:>9.3f}{bw['jax'] / bw['cpu']:>9.2f}   {cpu['tpu'] * 1e3:.2f} / "
+                      f"{cpu['cpu'] * 1e3:.2f} / {cpu['jax'] * 1e3:.2f}", flush=True)
+    if rank == 0:
+        print(f"load average {os.getloadavg()[0]:.1f} at the end of the bandwidth table", flush=True)
     if not args.skip_ddp:
         ddp_step_time(args, W, rank)
     dist.destroy_process_group()

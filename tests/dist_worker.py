@@ -283,7 +283,9 @@ def collectives(destroy=True):
             dist.all_reduce(t)
             FAILS.append(f"all_reduce with a different {what} on each rank did not raise")
         except dist.DistBackendError as e:
-            if "different tensors" not in str(e) or "allreduce" not in str(e) or "rank 1:" not in str(e):
+            other = 1 if RANK == 0 else 0  # the first rank whose program differs from this one's
+            if "different tensors" not in str(e) or "allreduce" not in str(e) or \
+                    f"rank {other} called another collective than this rank (rank {RANK}: " not in str(e):
                 FAILS.append(f"mismatched {what}: unclear error: {e}")
         check(f"mismatched {what} left the tensor alone", make().cpu(), t)
     try:
@@ -291,6 +293,16 @@ def collectives(destroy=True):
         FAILS.append("all_reduce with a different op on each rank did not raise")
     except dist.DistBackendError:
         pass
+    # async_op: the ranks' check is in the collective's program; wait() reports it
+    t = torch.ones(4 + RANK, device="tpu")
+    work = dist.all_reduce(t, async_op=True)
+    try:
+        work.wait()
+        FAILS.append("async all_reduce with a different shape on each rank: wait() did not raise")
+    except dist.DistBackendError as e:
+        if "different tensors" not in str(e):
+            FAILS.append(f"async mismatched shape: unclear error: {e}")
+    check("async mismatched shape left the tensor alone", torch.ones(4 + RANK), t)
     t = torch.full((3,), float(RANK), device="tpu")
     dist.all_reduce(t)  # the group still works
     check("all_reduce after mismatches", torch.full((3,), float(sum(range(W)))), t)

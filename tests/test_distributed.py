@@ -8,7 +8,7 @@ The 2-rank collectives job (which then re-initialises its group) and the
 CUDA-style training job run in both eager modes (a collective flushes a
 pending Fused Eager trace); the 4-rank job, the dead-peer cases and the
 launchers are mode_independent (they check process management and
-timeouts). Jobs share the session's compilation cache directory
+timeouts); the dead-peer and launcher jobs run at once. Jobs share the session's compilation cache directory
 (conftest.py sets TORCH_TPU_CACHE_DIR before they inherit the environment)."""
 
 import os
@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from dist_utils import HERE, check_job, run_job
+from dist_utils import HERE, _job_port, check_job, run_job
 
 WORKER = os.path.join(HERE, "dist_worker.py")
 
@@ -40,22 +40,71 @@ def test_4_ranks_collectives_2d_mesh_then_dcp_reshard_to_2(tmp_path):
     check_job(run_job([WORKER, "dcp_reshard_load", ckpt], nproc=2, timeout=120))
 
 
+def _launch(args, timeout):
+    """Runs `python -m torch_tpu.distributed.launch --nproc-per-node 2 args`
+    in a session of its own, killed whole on the way out; (rc, output)."""
+    import signal
+    import subprocess
+    import sys
+
+    from dist_utils import ROOT
+
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env.pop("TORCH_TPU_NUM_DEVICES", None)
+    if "--print-env" in args:
+        env["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"
+    p = subprocess.Popen([sys.executable, "-m", "torch_tpu.distributed.launch", "--nproc-per-node", "2", *args],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        out, err = "", "timed out"
+    finally:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        p.wait()
+    return p.returncode, out, err
+
+
 @pytest.mark.mode_independent
-def test_missing_or_dead_peer_raises():
-    # The group's timeout is 5 s; a survivor must raise DistBackendError
-    # naming the collective and group (the worker checks), then every rank
-    # exits 0. rank0_dies: rank 0 hosted the job's coordinator. The three
-    # jobs run at once (each mostly waits on a timeout), and a rank that saw
-    # a collective fail waits 3 s, not 10, for its dead peer at exit.
+def test_dead_peers_and_launchers():
+    # Five jobs at once, each bounded: they mostly wait (the dead-peer jobs
+    # on their 5 s group timeout), so one after another they cost their
+    # waits and launches in turn.
+    # Dead peers: a survivor must raise DistBackendError naming the
+    # collective and group (the worker checks), then every rank exits 0.
+    # rank0_dies: rank 0 hosted the job's coordinator. A rank that saw a
+    # collective fail waits 3 s, not 10, for its dead peer at exit.
+    # Launchers: `--print-env` prints each rank's variables; a job run by
+    # the launcher sees its topology and runs a collective.
     scenarios = ["peer_absent", "peer_dies", "rank0_dies"]
-    with ThreadPoolExecutor(len(scenarios)) as pool:
+    with ThreadPoolExecutor(len(scenarios) + 2) as pool:
         jobs = [pool.submit(run_job, [WORKER, s], 2, 120, {"TORCH_TPU_EXIT_TIMEOUT_AFTER_ERROR": "3"})
                 for s in scenarios]
+        # a port pair that none of the jobs here takes (dist_utils hands them out)
+        launched = pool.submit(_launch, ["--master-port", str(_job_port()), WORKER, "launched"], 240)
+        printed = pool.submit(_launch, ["--print-env"], 120)
         results = [j.result() for j in jobs]
+        launched, printed = launched.result(), printed.result()
     for scenario, outs in zip(scenarios, results):
         check_job(outs)
         survivor = 1 if scenario == "rank0_dies" else 0
         assert "DistBackendError after" in outs[survivor][1], (scenario, outs[survivor][1][-3000:])
+
+    rc, out, err = printed
+    assert rc == 0, err
+    lines = out.strip().splitlines()
+    assert len(lines) == 2
+    assert "RANK=1" in lines[1] and "WORLD_SIZE=2" in lines[1] and "TORCH_TPU_TOPOLOGY=2x1x1" in lines[1]
+    assert "TORCH_TPU_COORDINATOR_ADDRESS=127.0.0.1:29501" in lines[0]
+
+    rc, out, err = launched
+    out += err
+    assert rc == 0, out[-6000:]
+    assert "rank 0: 0 failure(s)" in out and "rank 1: 0 failure(s)" in out
+    assert "topology 2x1x1" in out
 
 
 def test_cuda_style_script_under_torchrun(tmp_path):
@@ -98,44 +147,3 @@ def test_cuda_style_script_under_torchrun(tmp_path):
         got = state["model"][k]
         assert got.device.type == "tpu"
         torch.testing.assert_close(got.cpu(), v, atol=1e-6, rtol=0)
-
-
-@pytest.mark.mode_independent
-def test_launcher_print_env():
-    import subprocess
-    import sys
-
-    out = subprocess.run([sys.executable, "-m", "torch_tpu.distributed.launch", "--nproc-per-node", "2",
-                          "--print-env"], capture_output=True, text=True, timeout=120,
-                         env=dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="0"))
-    assert out.returncode == 0, out.stderr
-    lines = out.stdout.strip().splitlines()
-    assert len(lines) == 2
-    assert "RANK=1" in lines[1] and "WORLD_SIZE=2" in lines[1] and "TORCH_TPU_TOPOLOGY=2x1x1" in lines[1]
-    assert "TORCH_TPU_COORDINATOR_ADDRESS=127.0.0.1:29501" in lines[0]
-
-
-@pytest.mark.mode_independent
-def test_launcher_runs_a_job():
-    import subprocess
-    import sys
-
-    from dist_utils import ROOT
-
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    env.pop("TORCH_TPU_NUM_DEVICES", None)
-    p = subprocess.Popen([sys.executable, "-m", "torch_tpu.distributed.launch", "--nproc-per-node", "2", WORKER,
-                          "launched"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-                         start_new_session=True)
-    try:
-        out, _ = p.communicate(timeout=240)
-    finally:
-        if p.poll() is None:
-            import signal
-
-            os.killpg(p.pid, signal.SIGKILL)
-            p.wait()
-    assert p.returncode == 0, out[-6000:]
-    assert "rank 0: 0 failure(s)" in out and "rank 1: 0 failure(s)" in out
-    assert "topology 2x1x1" in out
-

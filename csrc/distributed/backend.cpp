@@ -21,6 +21,7 @@
 #include "exec/op_runner.h"
 #include "lowering/context.h"
 #include "runtime/collective_runtime.h"
+#include "runtime/deferred_checks.h"
 #include "runtime/donation.h"
 #include "runtime/modes.h"
 
@@ -94,6 +95,16 @@ class TpuWork final : public c10d::Work {
       }
     }
     pending_.clear();
+    // the host waited: the rank check of this collective (run_on) and any
+    // other deferred check on the device report here
+    if (runtime::checks_pending()) {
+      try {
+        runtime::run_checks(0);
+      } catch (const c10::Error& e) {
+        error_ = e.what_without_backtrace();
+        throw;
+      }
+    }
     return true;
   }
 
@@ -104,6 +115,31 @@ class TpuWork final : public c10d::Work {
   std::chrono::milliseconds timeout_;
   std::string error_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
+};
+
+// What a failed rank check (programs.h, with_rank_check) raises: the ranks
+// called the collective with different programs, so none ran it.
+class RankCheck final : public runtime::DeferredCheck {
+ public:
+  RankCheck(std::string what, int rank, hlo::ElementType e, int64_t out_n, int64_t program)
+      : what_(std::move(what)), rank_(rank), e_(e), out_n_(out_n), program_(program) {}
+  [[noreturn]] void raise(int64_t value, bool deferred) const override {
+    runtime::note_job_failure();
+    C10_THROW_ERROR(DistBackendError,
+                    c10::str("tpu_dist: ", what_, ": the ranks called it with different tensors or arguments ",
+                             "(shapes, dtypes, reduce op or root differ), so it was not run: rank ", value,
+                             " called another collective than this rank (rank ", rank_, ": ", out_n_, " ",
+                             hlo::element_name(e_), " result elements, program #", program_ % 100000, ")",
+                             deferred ? "; the result tensors hold their old values where a collective works "
+                                        "in place, else zeros or undefined values"
+                                      : ""));
+  }
+
+ private:
+  std::string what_;
+  int rank_;
+  hlo::ElementType e_;
+  int64_t out_n_, program_;
 };
 
 bool dense(const at::Tensor& t) {
@@ -711,88 +747,73 @@ class TpuDistBackend final : public c10d::Backend {
   }
 
   // Compiles a program once per text and device assignment.
+  // `checked`: the program has the rank check's flag as a second result.
   static runtime::ExecutableRef program(const std::string& text, const std::vector<int64_t>& devices,
-                                        hlo::ElementType e, int64_t out_n, const std::string& what) {
+                                        hlo::ElementType e, int64_t out_n, const std::string& what,
+                                        bool checked = false) {
     std::string key = text;
     for (int64_t d : devices) key += "," + std::to_string(d);
     static auto* programs = new std::unordered_map<std::string, runtime::ExecutableRef>();
     auto it = programs->find(key);
     if (it == programs->end()) {
-      hlo::TensorType out{e, {out_n}};
-      it = programs->emplace(key, runtime::compile_replicated(text, devices, 0, {out}, "tpu_dist " + what)).first;
+      std::vector<hlo::TensorType> outs{{e, {out_n}}};
+      if (checked) outs.push_back({hlo::ElementType::kI64, {2}});
+      it = programs->emplace(key, runtime::compile_replicated(text, devices, 0, outs, "tpu_dist " + what)).first;
     }
     return it->second;
   }
 
-  BufferRef execute(const std::string& what, const runtime::ExecutableRef& exe, std::vector<BufferRef> args) {
+  std::vector<BufferRef> execute(const std::string& what, const runtime::ExecutableRef& exe,
+                                 std::vector<BufferRef> args) {
     // XLA:CPU may run the collective within the call: a peer that died or
     // never came fails it here (after --xla_cpu_collective_timeout_seconds).
     try {
-      return runtime::execute_now(*exe, args).at(0);
+      return runtime::execute_now(*exe, args);
     } catch (const c10::Error& e) {
       runtime::note_job_failure();
       C10_THROW_ERROR(DistBackendError, c10::str("tpu_dist: ", describe(what), " failed: ", e.what_without_backtrace()));
     }
   }
 
-  // Before a collective, every rank shows the others which program it is
-  // about to run (a hash of its text, its element type and result size) in
-  // a small all-gather of its own: ranks that called the collective with
-  // other shapes, dtypes, reduce ops or roots would otherwise meet in
-  // XLA's transfers with different sizes (gloo aborts the process) or mix
-  // the bits of different types. TORCH_TPU_DIST_CHECK=0 skips it.
-  void check_same_program(const std::string& what, const std::string& text, const std::vector<int64_t>& devices,
-                          hlo::ElementType e, int64_t out_n) {
+  // Every rank checks, inside the collective's program, that the others
+  // run the same program (programs.h, with_rank_check): ranks that called
+  // the collective with other shapes, dtypes, reduce ops or roots would
+  // otherwise meet in XLA's transfers with different sizes (gloo aborts the
+  // process) or mix the bits of different types. The check's flag is a
+  // deferred check read when the host waits (Work::wait, which a collective
+  // without async_op runs at once; a sync), where it raises
+  // DistBackendError. TORCH_TPU_DIST_CHECK=0 leaves it out.
+  static bool rank_check_enabled() {
     static const bool enabled = [] {
       const char* v = std::getenv("TORCH_TPU_DIST_CHECK");
       return !(v && std::string(v) == "0");
     }();
-    if (!enabled || devices.size() < 2) return;
-    int W = static_cast<int>(devices.size());
-    constexpr int kFields = 3;
-    int64_t mine[kFields] = {static_cast<int64_t>(std::hash<std::string>{}(text) >> 1), static_cast<int64_t>(e),
-                             out_n};
-    hlo::TensorType type{hlo::ElementType::kI64, {kFields}};
-    BufferRef arg = runtime::get().to_device(mine, type, 0);
-    auto exe = program(all_gather_program(hlo::ElementType::kI64, kFields, W), devices, hlo::ElementType::kI64,
-                       kFields * W, "program check");
-    BufferRef got = execute(what + " (program check)", exe, {arg});
-    wait_ready(got, Clock::now() + timeout_, timeout_, describe(what));
-    std::vector<int64_t> all(kFields * W);
-    runtime::get().to_host(got, all.data(), all.size() * sizeof(int64_t));
-    bool same = true;
-    for (int i = 1; i < W; ++i)
-      for (int f = 0; f < kFields; ++f) same = same && all[i * kFields + f] == all[f];
-    if (same) return;
-    std::string ranks;
-    for (int i = 0; i < W; ++i) {
-      const int64_t* d = &all[i * kFields];
-      ranks += c10::str(i ? "; " : "", "rank ", i, ": ", d[2], " ",
-                        hlo::element_name(static_cast<hlo::ElementType>(d[1])), " result elements, program #",
-                        d[0] % 100000);
-    }
-    C10_THROW_ERROR(DistBackendError,
-                    c10::str("tpu_dist: ", describe(what), ": the ranks called it with different tensors or ",
-                             "arguments (shapes, dtypes, reduce op or root differ), so it was not run: ", ranks));
+    return enabled;
   }
 
-  // Checks that every rank runs this program (ranks may differ in where
-  // they put the result: the check hashes the program without it), then
-  // runs it now, in every eager mode.
+  // Runs the collective's program now, in every eager mode, checked by
+  // the ranks (which may differ in where they put the result: the check
+  // hashes the program without it).
   BufferRef run_on(const std::string& what, const std::string& text, const std::vector<int64_t>& devices,
                    BufferRef arg, hlo::ElementType e, int64_t out_n, Into into = {}) {
     runtime::RuntimeLock lock;
-    check_same_program(what, text, devices, e, out_n);
     std::vector<BufferRef> args{std::move(arg)};
-    switch (into.kind) {
-      case Into::kFresh:
-        return execute(what, program(text, devices, e, out_n, what), std::move(args));
-      case Into::kDonor:
-        args.push_back(std::move(into.donor));
-        runtime::note_donations(1, 0);  // counted with the fused programs' (torch_tpu.fusion_stats)
-        return execute(what, program(with_result_donor(text, e, out_n), devices, e, out_n, what), std::move(args));
+    std::string full = text;
+    if (into.kind == Into::kDonor) {
+      args.push_back(std::move(into.donor));
+      runtime::note_donations(1, 0);  // counted with the fused programs' (torch_tpu.fusion_stats)
+      full = with_result_donor(full, e, out_n);
     }
-    return nullptr;
+    bool checked = rank_check_enabled() && devices.size() >= 2;
+    int64_t hash = static_cast<int64_t>(std::hash<std::string>{}(text) >> 1);
+    if (checked) {
+      const int64_t signature[3] = {hash, static_cast<int64_t>(e), out_n};
+      full = with_rank_check(full, signature, static_cast<int>(devices.size()));
+    }
+    auto outs = execute(what, program(full, devices, e, out_n, what, checked), std::move(args));
+    if (checked)
+      runtime::defer_check(0, outs.at(1), std::make_shared<RankCheck>(describe(what), getRank(), e, out_n, hash));
+    return outs.at(0);
   }
 
   std::vector<int64_t> global_ranks_;

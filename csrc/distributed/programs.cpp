@@ -214,4 +214,90 @@ std::string with_result_donor(const std::string& program, ElementType e, int64_t
   return s.insert(params_end(s), ", %donor: " + tensor(e, out_n) + " {tf.aliasing_output = 0 : i32}");
 }
 
+namespace {
+
+// The region of a reduction of i1 values with `op` ("stablehlo.or").
+std::string bool_region(const char* op) {
+  return "({\n    ^bb0(%a: tensor<i1>, %b: tensor<i1>):\n      %c = \"" + std::string(op) +
+         "\"(%a, %b) : (tensor<i1>, tensor<i1>) -> tensor<i1>\n      \"stablehlo.return\"(%c) : (tensor<i1>) -> ()\n    })";
+}
+
+}  // namespace
+
+std::string with_rank_check(const std::string& program, const int64_t signature[3], int world) {
+  const std::string head = "func.func public @main(";
+  size_t main = program.find(head);
+  size_t arrow = program.find(") -> (", main);
+  size_t open = program.find(") {\n", arrow);
+  size_t ret = program.rfind("    \"func.return\"(");
+  TORCH_CHECK(main != std::string::npos && arrow != std::string::npos && open != std::string::npos &&
+                  ret != std::string::npos && ret > open,
+              "tpu_dist: internal error: unexpected collective program");
+  std::string result = program.substr(arrow + 6, open - arrow - 6);  // one result type
+  size_t body_at = open + 4;
+  std::string body = program.substr(body_at, ret - body_at);
+  size_t ret_end = program.find('\n', ret);
+  std::string ret_line = program.substr(ret, ret_end - ret);  // "func.return"(%x) : (T) -> ()
+  ret_line.replace(ret_line.find("func.return"), 11, "stablehlo.return");
+
+  const std::string W = std::to_string(world);
+  const std::string sig = "tensor<3xi64>", all = "tensor<" + std::to_string(3 * world) + "xi64>",
+                    table = "tensor<" + W + "x3xi64>", rows = "tensor<" + W + "xi64>";
+  std::string c;
+  c += "    %chk_sig = \"stablehlo.constant\"() {value = dense<[" + std::to_string(signature[0]) + ", " +
+       std::to_string(signature[1]) + ", " + std::to_string(signature[2]) + "]> : " + sig + "} : () -> " + sig + "\n";
+  std::string groups = group_attrs(world, false) + ", channel_handle = #stablehlo.channel_handle<handle = 2, type = 1>";
+  c += "    %chk_all = \"stablehlo.all_gather\"(%chk_sig) {all_gather_dim = 0 : i64, " + groups + "} : (" + sig + ") -> " +
+       all + "\n";
+  c += "    %chk_t = \"stablehlo.reshape\"(%chk_all) : (" + all + ") -> " + table + "\n";
+  c += "    %chk_me = \"stablehlo.broadcast_in_dim\"(%chk_sig) {broadcast_dimensions = array<i64: 1>} : (" + sig + ") -> " +
+       table + "\n";
+  c += "    %chk_ne = \"stablehlo.compare\"(%chk_t, %chk_me) {comparison_direction = #stablehlo<comparison_direction NE>} : (" +
+       table + ", " + table + ") -> tensor<" + W + "x3xi1>\n";
+  c += "    %chk_false = \"stablehlo.constant\"() {value = dense<false> : tensor<i1>} : () -> tensor<i1>\n";
+  c += "    %chk_row = \"stablehlo.reduce\"(%chk_ne, %chk_false) " + bool_region("stablehlo.or") +
+       " {dimensions = array<i64: 1>} : (tensor<" + W + "x3xi1>, tensor<i1>) -> tensor<" + W + "xi1>\n";
+  c += "    %chk_bad = \"stablehlo.reduce\"(%chk_row, %chk_false) " + bool_region("stablehlo.or") +
+       " {dimensions = array<i64: 0>} : (tensor<" + W + "xi1>, tensor<i1>) -> tensor<i1>\n";
+  c += "    %chk_ok = \"stablehlo.not\"(%chk_bad) : (tensor<i1>) -> tensor<i1>\n";
+  // the first rank that differs (W if none)
+  c += "    %chk_iota = \"stablehlo.iota\"() {iota_dimension = 0 : i64} : () -> " + rows + "\n";
+  c += "    %chk_w = \"stablehlo.constant\"() {value = dense<" + W + "> : " + rows + "} : () -> " + rows + "\n";
+  c += "    %chk_at = \"stablehlo.select\"(%chk_row, %chk_iota, %chk_w) : (tensor<" + W + "xi1>, " + rows + ", " + rows +
+       ") -> " + rows + "\n";
+  c += "    %chk_big = \"stablehlo.constant\"() {value = dense<" + W + "> : tensor<i64>} : () -> tensor<i64>\n";
+  c += "    %chk_first = \"stablehlo.reduce\"(%chk_at, %chk_big) ({\n    ^bb0(%a: tensor<i64>, %b: tensor<i64>):\n"
+       "      %c = \"stablehlo.minimum\"(%a, %b) : (tensor<i64>, tensor<i64>) -> tensor<i64>\n"
+       "      \"stablehlo.return\"(%c) : (tensor<i64>) -> ()\n    }) {dimensions = array<i64: 0>} : (" + rows +
+       ", tensor<i64>) -> tensor<i64>\n";
+  c += "    %chk_fail = \"stablehlo.convert\"(%chk_bad) : (tensor<i1>) -> tensor<i64>\n";
+  c += "    %chk_f1 = \"stablehlo.reshape\"(%chk_fail) : (tensor<i64>) -> tensor<1xi64>\n";
+  c += "    %chk_v1 = \"stablehlo.reshape\"(%chk_first) : (tensor<i64>) -> tensor<1xi64>\n";
+  c += "    %chk_flag = \"stablehlo.concatenate\"(%chk_f1, %chk_v1) {dimension = 0 : i64} : (tensor<1xi64>, "
+       "tensor<1xi64>) -> tensor<2xi64>\n";
+  // the collective, only where every rank runs the same one
+  // what the result is where the ranks differ: the input of an in-place
+  // collective (its tensor keeps its values), else the donor, else zeros
+  size_t arg0 = program.find("%arg0: ", main) + 7;
+  std::string arg0_type = program.substr(arg0, program.find_first_of(",)", arg0) - arg0);
+  std::string fallback = arg0_type == result ? "%arg0" : program.find("%donor: ", main) < arrow ? "%donor" : "";
+  std::string other;
+  std::string fb = fallback;
+  if (fb.empty()) {
+    std::string elem = result.substr(result.rfind('x') + 1);
+    const char* zero = elem[0] == 'f' || elem[0] == 'b' ? "0.0" : "0";  // f32, bf16 ...; i32, ui8 ...
+    other = "      %chk_zero = \"stablehlo.constant\"() {value = dense<" + std::string(zero) + "> : " + result +
+            "} : () -> " + result + "\n";
+    fb = "%chk_zero";
+  }
+  other += "      \"stablehlo.return\"(" + fb + ") : (" + result + ") -> ()\n";
+  c += "    %chk_res = \"stablehlo.if\"(%chk_ok) ({\n" + body + ret_line + "\n    }, {\n" + other + "    }) : (tensor<i1>) -> " +
+       result + "\n";
+  c += "    \"func.return\"(%chk_res, %chk_flag) : (" + result + ", tensor<2xi64>) -> ()\n";
+
+  std::string out = program.substr(0, arrow) + ") -> (" + result + ", tensor<2xi64>) {\n" + c +
+                    program.substr(ret_end + 1);
+  return out;
+}
+
 }  // namespace torch_tpu::distributed

@@ -44,4 +44,15 @@ std::string send_program(hlo::ElementType e, int64_t n);
 // for holding the result (an output tensor's old buffer, or a recycled one).
 std::string with_result_donor(const std::string& program, hlo::ElementType e, int64_t out_n);
 
+// `program` checked inside itself (docs/design.md, "Ranks that disagree"):
+// every rank first all-gathers `signature` (what it is about to run: a hash
+// of the program, its element type and result size), and the collective
+// runs only if every rank's equals its own (every rank then decides alike);
+// else the result is the input where it has the result's type (an in-place
+// collective's tensor keeps its values), else the donor, else zeros. One more
+// result, a deferred-check flag tensor<2xi64> (runtime/deferred_checks.h):
+// [1 if the ranks differ, the first rank whose signature differs from this
+// one's]. No host round trip before the collective.
+std::string with_rank_check(const std::string& program, const int64_t signature[3], int world);
+
 }  // namespace torch_tpu::distributed
