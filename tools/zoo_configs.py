@@ -455,9 +455,8 @@ def unloaded_modules(model):
     or attribute that is not a registered submodule) whose weights are
     still on the meta device after from_pretrained: they are never loaded,
     and a forward through them reads uninitialised memory on every device
-    (an op mixing a meta weight with a real input runs PyTorch's meta
-    kernel, which allocates the output on the input's device and fills
-    nothing). OneFormer's `transformer_module.input_projections` is such a
+    (a conv or mm mixing a meta weight with a real input returns an
+    unfilled tensor on the input's device, on CPU as on tpu). OneFormer's `transformer_module.input_projections` is such a
     list."""
     import torch
 
