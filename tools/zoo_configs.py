@@ -462,9 +462,9 @@ def unloaded_modules(model):
 
     found = []
 
+    # modules only: a bare tensor attribute left on meta may be one that
+    # forward recomputes (never read), and is not flagged
     def meta(v):
-        if isinstance(v, torch.Tensor):
-            return v.is_meta
         if isinstance(v, torch.nn.Module):
             return any(t.is_meta for t in list(v.parameters()) + list(v.buffers()))
         if isinstance(v, (list, tuple)):
@@ -477,7 +477,7 @@ def unloaded_modules(model):
         for attr, v in vars(mod).items():
             if attr.startswith("_"):
                 continue
-            if isinstance(v, (torch.Tensor, torch.nn.Module, list, tuple, dict)) and meta(v):
+            if isinstance(v, (torch.nn.Module, list, tuple, dict)) and meta(v):
                 found.append(f"{name}.{attr}" if name else attr)
     return found
 
