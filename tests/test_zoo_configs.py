@@ -52,3 +52,36 @@ def test_mrope_section_sums_to_half_the_shrunk_head():
         assert len(d["rope_parameters"]["mrope_section"]) == 3
     finally:
         zc._MROPE_TYPES.clear()
+
+
+def test_unloaded_modules_finds_meta_weights_outside_the_module_tree():
+    # OneFormer keeps its input projections in a plain list: from_pretrained
+    # never loads them, and CPU's forward through them reads unfilled memory
+    import torch
+
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.registered = torch.nn.Linear(2, 2)
+            with torch.device("meta"):
+                self.projections = [torch.nn.Conv2d(2, 2, 1), torch.nn.Sequential()]
+
+    assert zc.unloaded_modules(M()) == ["projections"]
+    m = M()
+    m.projections = [torch.nn.Conv2d(2, 2, 1)]  # real weights: a reference CPU can compute
+    assert zc.unloaded_modules(m) == []
+
+
+def test_rt_detr_style_norm_weights_are_set_to_one():
+    import torch
+
+    m = torch.nn.Sequential(torch.nn.Conv2d(2, 4, 1), torch.nn.BatchNorm2d(4), torch.nn.LayerNorm(4))
+    with torch.no_grad():
+        for p in m.parameters():
+            p.normal_(0, 0.01)
+    conv = m[0].weight.clone()
+    zc.adjust_weights(m, "llama")  # other model types are left alone
+    assert not torch.equal(m[1].weight, torch.ones(4))
+    zc.adjust_weights(m, "rt_detr")
+    assert torch.equal(m[1].weight, torch.ones(4)) and torch.equal(m[2].weight, torch.ones(4))
+    assert torch.equal(m[0].weight, conv)

@@ -425,6 +425,63 @@ OVERRIDES: dict = {
 }
 
 
+# RT-DETR-style detectors: their random init gives every BatchNorm and
+# LayerNorm weight a value of std ~0.01 (a checkpoint's are O(1)), so each
+# of the dozens of norms shrinks the image's signal a hundredfold and the
+# encoder's features are their biases alone: every anchor scores the same
+# to the last ulp or two, and the top-k query selection (enc_topk_bboxes)
+# picks among ties, whose order CPU leaves unspecified (not lowest index
+# first: `torch.topk` on CPU returns tied indices in partial-sort order) and
+# any rounding difference flips. With PyTorch's own norm init (weight 1) the
+# features carry the image and the scores are apart.
+UNIT_NORM_WEIGHTS = {"rt_detr", "rt_detr_v2", "d_fine", "deimv2", "pp_doclayout_v3", "pp_doclayout_v4"}
+
+
+def adjust_weights(model, model_type):
+    """Per-model-type changes to a built model's random weights (before it
+    is saved, so CPU and tpu load the same)."""
+    import torch
+
+    if model_type in UNIT_NORM_WEIGHTS:
+        norms = (torch.nn.modules.batchnorm._NormBase, torch.nn.LayerNorm, torch.nn.GroupNorm)
+        with torch.no_grad():
+            for m in model.modules():
+                if isinstance(m, norms) and getattr(m, "weight", None) is not None:
+                    m.weight.fill_(1.0)
+
+
+def unloaded_modules(model):
+    """Modules a model keeps outside its module tree (in a plain list, dict
+    or attribute that is not a registered submodule) whose weights are
+    still on the meta device after from_pretrained: they are never loaded,
+    and a forward through them reads uninitialised memory on every device
+    (a conv or mm mixing a meta weight with a real input returns an
+    unfilled tensor on the input's device, on CPU as on tpu). OneFormer's `transformer_module.input_projections` is such a
+    list."""
+    import torch
+
+    found = []
+
+    # modules only: a bare tensor attribute left on meta may be one that
+    # forward recomputes (never read), and is not flagged
+    def meta(v):
+        if isinstance(v, torch.nn.Module):
+            return any(t.is_meta for t in list(v.parameters()) + list(v.buffers()))
+        if isinstance(v, (list, tuple)):
+            return any(meta(x) for x in v)
+        if isinstance(v, dict):
+            return any(meta(x) for x in v.values())
+        return False
+
+    for name, mod in model.named_modules():
+        for attr, v in vars(mod).items():
+            if attr.startswith("_"):
+                continue
+            if isinstance(v, (torch.nn.Module, list, tuple, dict)) and meta(v):
+                found.append(f"{name}.{attr}" if name else attr)
+    return found
+
+
 # ---------------------------------------------------------------- inputs
 BATCH = 2
 SEQ = 8
