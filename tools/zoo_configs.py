@@ -333,10 +333,12 @@ def _mrope_types(cfg, depth=0):
     return out
 
 
-def _shrink(cfg, pre=None):
+def _shrink(cfg, pre=None, wide=False):
     _MROPE_TYPES.clear()
     _MROPE_TYPES.update(_mrope_types(cfg))
     d = _shrink_dict(cfg.to_dict())
+    if wide:
+        _shrink_widths(d)
     for k in ("transformers_version", "architectures", "_name_or_path"):
         d.pop(k, None)
     for k, v in (pre or {}).items():
@@ -353,12 +355,78 @@ def _shrink(cfg, pre=None):
     return cfg
 
 
+# Second pass (_shrink_widths), only for a config the generic shrink left
+# above this many parameters (the harness's limit): widths under the model's
+# own names (codecs' decoder_hidden_size, upsample_initial_channel, SAM's
+# memory_attention_hidden_size, stage widths per list, ...). It is not
+# applied to configs that are small already, so their results stand.
+WIDE_LIMIT = 30_000_000
+_WIDTH_WORDS = ("hidden_size", "hidden_dim", "intermediate", "ffn", "embed_dim", "channel",
+                "mlp_dim", "_dim", "filters", "feature_dims", "num_latents")
+_NOT_WIDTH_WORDS = ("token", "max_", "positions", "kernel", "stride", "sampling", "rate",
+                    "image_size", "patch", "window", "rope", "base", "period", "length",
+                    "num_mel", "mel_bins", "layer", "head", "input_dim", "_id")
+_VOCAB_WORDS = ("vocab", "num_embeddings", "num_embeds", "zero_expert_num")
+
+
+def _width_name(k):
+    return any(w in k for w in _WIDTH_WORDS) and not any(w in k for w in _NOT_WIDTH_WORDS)
+
+
+def _shrink_widths(d, depth=0):
+    """Width-like ints above 64 become 64 (FFN-like) or 32; lists of widths
+    are divided by one power of two (ratios kept, so channel halvings and
+    group counts still divide) until their largest is at most 64;
+    secondary vocabularies and embedding tables go to VOCAB."""
+    for k, v in list(d.items()):
+        if isinstance(v, bool):
+            continue
+        if isinstance(v, int) and any(w in k for w in _VOCAB_WORDS) and v > VOCAB and (
+                "_token" not in k):
+            d[k] = VOCAB if "expert" not in k else EXPERTS
+        elif isinstance(v, int) and v > 64 and _width_name(k):
+            d[k] = FFN if any(w in k for w in ("intermediate", "ffn", "mlp")) else HIDDEN
+        elif (isinstance(v, list) and v and all(isinstance(x, int) and not isinstance(x, bool) for x in v)
+                and max(v) > 64 and min(v) > 1 and _width_name(k)):
+            f = 1
+            while max(v) // f > 64:
+                f *= 2
+            d[k] = [max(1, x // f) for x in v]
+        elif isinstance(v, dict) and depth < 4 and all(isinstance(x, str) for x in v):
+            _shrink_widths(v, depth + 1)
+    return d
+
+
+def _model_config_class(arch, model_type):
+    """The config class a model class is built from, where it is not the
+    model type's (Llama4TextModel and Llama4VisionModel are listed under
+    "llama4" and take Llama4TextConfig / Llama4VisionConfig, MusicgenModel
+    its MusicgenDecoderConfig); None otherwise."""
+    import transformers
+    from transformers import CONFIG_MAPPING
+
+    try:
+        cc = getattr(getattr(transformers, arch), "config_class", None)
+    except Exception:  # noqa: BLE001  (optional dependency missing)
+        return None
+    comp = CONFIG_MAPPING[model_type]
+    subs = tuple(getattr(comp, "sub_configs", {}).values())
+    if cc is None or cc is comp or not isinstance(cc, type):
+        return None
+    if cc in subs or cc.model_type not in CONFIG_MAPPING or CONFIG_MAPPING[cc.model_type] is not comp:
+        return cc if (cc in subs or not issubclass(comp, cc)) else None
+    return None
+
+
 def tiny_config(arch, model_type):
     """The model type's default config, shrunk. OVERRIDES[model_type] then
     OVERRIDES[arch]: a dict is merged into the shrunk to_dict() before the
     config is rebuilt (so derived fields follow; a dict value for a
     sub-config updates its attributes), a callable(cfg) edits the built
-    config."""
+    config. A model class built from a sub-config of its model type's
+    (Llama4TextModel) gets that sub-config of the shrunk composite one, or
+    its own class's shrunk default. A config still above WIDE_LIMIT
+    parameters is shrunk again with _shrink_widths."""
     from transformers import CONFIG_MAPPING
 
     pre, post = {}, []
@@ -368,10 +436,25 @@ def tiny_config(arch, model_type):
             post.append(o)
         elif o:
             pre.update(o)
-    cfg = _shrink(CONFIG_MAPPING[model_type](), pre)
-    for o in post:
-        o(cfg)
-    return cfg
+    cc = _model_config_class(arch, model_type)
+
+    def build(wide):
+        cfg = _shrink(CONFIG_MAPPING[model_type](), pre, wide)
+        if cc is not None:
+            sub = next((v for _, v in _sub_configs(cfg) if type(v) is cc), None)
+            cfg = sub if sub is not None else _shrink(cc(), pre, wide)
+        for o in post:
+            o(cfg)
+        return cfg
+
+    cfg = build(False)
+    try:
+        import transformers
+
+        n = n_params_meta(getattr(transformers, arch), cfg)
+    except Exception:  # noqa: BLE001  (the harness reports the build's error)
+        return cfg
+    return build(True) if n > WIDE_LIMIT else cfg
 
 
 # Per-architecture (or model type) overrides where the generic shrink is not
