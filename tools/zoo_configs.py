@@ -364,7 +364,7 @@ WIDE_LIMIT = 30_000_000
 _WIDTH_WORDS = ("hidden_size", "hidden_dim", "intermediate", "ffn", "embed_dim", "channel",
                 "mlp_dim", "_dim", "filters", "feature_dims", "num_latents")
 _NOT_WIDTH_WORDS = ("token", "max_", "positions", "kernel", "stride", "sampling", "rate",
-                    "image_size", "patch", "window", "rope", "base", "period", "length",
+                    "image_size", "patch", "window", "rope", "embedding_base", "period", "length",
                     "num_mel", "mel_bins", "layer", "head", "input_dim", "_id")
 _VOCAB_WORDS = ("vocab", "num_embeddings", "num_embeds", "zero_expert_num")
 
@@ -377,7 +377,10 @@ def _shrink_widths(d, depth=0):
     """Width-like ints above 64 become 64 (FFN-like) or 32; lists of widths
     are divided by one power of two (ratios kept, so channel halvings and
     group counts still divide) until their largest is at most 64;
-    secondary vocabularies and embedding tables go to VOCAB."""
+    secondary vocabularies and embedding tables go to VOCAB. Where the
+    widths double per down-sampling stage (a `*ratios`/`*multiplier` list:
+    codecs' encoders), the base widths go to 8."""
+    staged = any(isinstance(v, list) and ("ratios" in k or "multiplier" in k) for k, v in d.items())
     for k, v in list(d.items()):
         if isinstance(v, bool):
             continue
@@ -386,6 +389,9 @@ def _shrink_widths(d, depth=0):
             d[k] = VOCAB if "expert" not in k else EXPERTS
         elif isinstance(v, int) and v > 64 and _width_name(k):
             d[k] = FFN if any(w in k for w in ("intermediate", "ffn", "mlp")) else HIDDEN
+        if staged and isinstance(d[k], int) and d[k] > 8 and _width_name(k) and (
+                "filters" in k or "encoder_hidden_size" in k):
+            d[k] = 8
         elif (isinstance(v, list) and v and all(isinstance(x, int) and not isinstance(x, bool) for x in v)
                 and max(v) > 64 and min(v) > 1 and _width_name(k)):
             f = 1
