@@ -86,7 +86,8 @@ _SHRINK_INT = {
     # (shrunk) hidden size of the model it feeds
     "emb_dim": HIDDEN, "pooler_hidden_size": HIDDEN, "out_hidden_size": HIDDEN,
     "text_hidden_size": HIDDEN, "condition_dim": HIDDEN, "audio_hidden_size": HIDDEN,
-    "adapter_in_dim": HIDDEN, "rotary_dim": HIDDEN // HEADS,
+    "adapter_in_dim": HIDDEN, "adapter_input_size": HIDDEN,
+    "adapter_out_dim": HIDDEN, "rotary_dim": HIDDEN // HEADS,
     # secondary vocabularies (LUKE's entities, Gemma 4's per-layer embeddings)
     "entity_vocab_size": VOCAB, "entity_emb_size": HIDDEN, "vocab_size_per_layer_input": VOCAB,
     # DPT-style necks read the backbone's (shrunk) width; CLIP-style
@@ -152,6 +153,7 @@ def _shrink_dict(d, depth=0):
     Lists as long as the old depth (layer_types, mlp_layer_types, ...) are
     cut to the new one; values derived from shrunk ones are recomputed."""
     old_layers = {k: d[k] for k in _SHRINK_INT if isinstance(d.get(k), int) and "layer" in k}
+    old_width = next((d[k] for k in ("hidden_size", "d_model") if isinstance(d.get(k), int)), None)
     if isinstance(d.get("depths"), list) and d.get("num_layers") == len(d["depths"]):
         # Swin-style: num_layers counts the stages (one block each below)
         old_layers.pop("num_layers")
@@ -265,6 +267,8 @@ def _shrink_dict(d, depth=0):
         d["window_size"] = min(d["window_size"], 4)
         d["image_size"] = d["patch_size"] * d["window_size"] * 2 ** (len(d["depths"]) - 1)
     _fit_mrope(d)
+    _fit_to_width(d, old_width)
+    _fit_to_depth(d, old_layers)
     # vision: one block per stage, small images
     v = d.get("depths")
     if isinstance(v, list) and v and all(isinstance(x, int) for x in v):
@@ -287,6 +291,58 @@ def _shrink_dict(d, depth=0):
                 d[k] = top
                 top -= 1
     return d
+
+
+def _fit_to_width(d, old):
+    """Values tied to the width that the shrink changed: depthwise conv
+    groups equal to the old width (Mimi's upsample_groups), feature lists
+    that end at the width (EfficientLoFTR's out_features, scaled by the
+    same factor), and a Mamba head state set apart (Falcon-H1's
+    mamba_d_ssm = mamba_n_heads x mamba_d_head)."""
+    w = next((d[k] for k in ("hidden_size", "d_model") if isinstance(d.get(k), int)), None)
+    if isinstance(old, int) and isinstance(w, int) and old > w:
+        for k, v in list(d.items()):
+            if "groups" in k and v == old and not isinstance(v, bool):
+                d[k] = w
+            elif (isinstance(v, list) and v and all(isinstance(x, int) and not isinstance(x, bool) for x in v)
+                    and v[-1] == old and "features" in k and old % w == 0):
+                f = old // w
+                d[k] = [max(1, x // f) for x in v]
+    if all(isinstance(d.get(k), int) for k in ("mamba_d_ssm", "mamba_n_heads", "mamba_d_head")):
+        d["mamba_d_ssm"] = d["mamba_n_heads"] * d["mamba_d_head"]
+
+
+def _fit_to_depth(d, old_layers):
+    """Counts of layers per part (Dory's n_input_layers, n_recurrent_layers,
+    n_output_layers) that summed to the old depth sum to the new one, each
+    part that had layers keeping at least one where the depth allows; a
+    count of layers sharing another's key-value cache (Gemma 3n's
+    num_kv_shared_layers) that would leave a layer type without a layer
+    producing its cache goes to 0."""
+    for lk, old in old_layers.items():
+        n = d.get(lk)
+        if not isinstance(n, int) or n >= old:
+            continue
+        parts = [k for k, v in d.items() if k.startswith("n_") and k.endswith("_layers") and k != lk
+                 and isinstance(v, int) and not isinstance(v, bool)]
+        if len(parts) > 1 and sum(d[k] for k in parts) == old:
+            new = {k: (1 if d[k] else 0) for k in parts}
+            rest = n - sum(new.values())
+            for k in sorted(parts, key=lambda k: -d[k]):
+                if rest <= 0:
+                    break
+                new[k] += 1
+                rest -= 1
+            while sum(new.values()) > n:
+                k = min((k for k in parts if new[k] > 0), key=lambda k: d[k])
+                new[k] -= 1
+            d.update(new)
+        sh = d.get("num_kv_shared_layers")
+        if isinstance(sh, int) and sh > 0:
+            lt = d.get("layer_types")
+            first = n - sh
+            if first <= 0 or (isinstance(lt, list) and set(lt[:first]) != set(lt)):
+                d["num_kv_shared_layers"] = 0
 
 
 def _fit_mrope(d):
@@ -506,8 +562,41 @@ OVERRIDES: dict = {
     # head_dim = expand x hidden; Fun-ASR's adaptor is a quarter of the text width
     "esmc": {"num_key_value_heads": HEADS},
     "mamba2": {"head_dim": 2 * HIDDEN // HEADS, "n_groups": 1},
-    # Dory: input + recurrent + output blocks make the depth
-    "dory": {"n_input_layers": 1, "n_recurrent_layers": 0, "n_output_layers": 1},
+    # Dory's to_dict() writes each decoder layer as an attention block and an
+    # mlp block (every count doubled): three layers, one per part
+    "dory": {"num_hidden_layers": 6, "n_input_layers": 2, "n_recurrent_layers": 2, "n_output_layers": 2,
+             "layer_types": ["sliding_attention", "mlp", "full_attention", "mlp", "sliding_attention", "mlp"]},
+    # Default configs that cannot be built as they stand (a checkpoint
+    # supplies the value; Transformers' default leaves it None or the
+    # model reads an attribute its config class lacks):
+    # Apertus 1.5: the visual tokens [image_token_offset, + codebook_size)
+    # end where the audio tokens begin, inside the text vocabulary
+    "apertus1p5": {"image_token_offset": 256, "audio_token_offset": 320,
+                   "vision_config": {"codebook_size": 64}, "audio_config": {"codebook_size": 64}},
+    # BridgeTower's vision tower has hidden_size // 64 heads
+    "bridgetower": {"vision_config": {"hidden_size": 64}},
+    # DBRX's attention reads attn_config.rope_theta, which its class lacks
+    "dbrx": {"attn_config": {"rope_theta": 10000.0}},
+    # DETR's mask head takes hidden_size + heads channels in groups of 8
+    "DetrForSegmentation": {"encoder_attention_heads": 8},
+    "diffusion_gemma": {"text_config": {"num_experts": EXPERTS, "top_k_experts": 2,
+                                        "moe_intermediate_size": FFN // 2}},
+    "dots1": {"n_routed_experts": EXPERTS, "n_shared_experts": 1, "num_experts_per_tok": 2},
+    # Dots3 Note's sliding-window layers use the MLA query-key head (nope +
+    # rope, 8 + 8 after shrinking) as head_dim; the default's per-layer
+    # entries that set it go with the cut layers
+    "dots3_note": {"text_config": {"head_dim": 16}},
+    "lfm2_moe": {"layer_types": ["conv", "full_attention"]},
+    "moonshine_streaming": {"num_key_value_heads": KV_HEADS},
+    # NeoMME's two M-RoPE axes take rotated dims in pairs of pairs: a quarter
+    # of the head must be a multiple of 4
+    "neomme": {"head_dim": 16},
+    "T5GemmaEncoderModel": {"is_encoder_decoder": False},
+    "wav2vec2-bert": {"vocab_size": 32},
+    "wav2vec2-conformer": {"vocab_size": 32},
+    # Zamba ties the shared transformer of the first hybrid layer to the
+    # others': two hybrid layers
+    "zamba": {"num_hidden_layers": 3, "layers_block_type": ["linear_attention", "hybrid", "hybrid"]},
     # Molmo 2 reads ViT layers 24 and 18 (negative indices wrap to the depth)
     "molmo2": {"adapter_config": {"vision_feature_layer": [-1, -2]}},
     "fun_asr_nano": {"adaptor_config": {"intermediate_size": HIDDEN // 4}},
