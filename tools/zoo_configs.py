@@ -10,6 +10,7 @@ defaults and weights are random.
 
 from __future__ import annotations
 
+import copy
 import inspect
 import math
 
@@ -269,6 +270,7 @@ def _shrink_dict(d, depth=0):
     _fit_mrope(d)
     _fit_to_width(d, old_width)
     _fit_to_depth(d, old_layers)
+    _fit_rope_per_type(d)
     # vision: one block per stage, small images
     v = d.get("depths")
     if isinstance(v, list) and v and all(isinstance(x, int) for x in v):
@@ -343,6 +345,22 @@ def _fit_to_depth(d, old_layers):
             first = n - sh
             if first <= 0 or (isinstance(lt, list) and set(lt[:first]) != set(lt)):
                 d["num_kv_shared_layers"] = 0
+
+
+def _fit_rope_per_type(d):
+    """Rotary parameters given per layer type (Gemma-style {"full_attention":
+    {...}, "sliding_attention": {...}}) name every type of layer_types: a
+    default config that leaves them empty (Cohere Compass: {}) gets a
+    default rotary for each, a missing type the parameters of a listed one."""
+    lt, rp = d.get("layer_types"), d.get("rope_parameters")
+    if not (isinstance(lt, list) and lt and all(isinstance(x, str) for x in lt) and isinstance(rp, dict)):
+        return
+    per_type = [k for k in rp if k in lt]
+    if rp and not per_type:
+        return  # one set of parameters for every layer
+    for t in dict.fromkeys(x for x in lt if "attention" in x):
+        if t not in rp:
+            rp[t] = dict(rp[per_type[0]]) if per_type else {"rope_type": "default", "rope_theta": 10000.0}
 
 
 def _fit_mrope(d):
@@ -475,8 +493,11 @@ def _model_config_class(arch, model_type):
     subs = tuple(getattr(comp, "sub_configs", {}).values())
     if cc is None or cc is comp or not isinstance(cc, type):
         return None
-    if cc in subs or cc.model_type not in CONFIG_MAPPING or CONFIG_MAPPING[cc.model_type] is not comp:
-        return cc if (cc in subs or not issubclass(comp, cc)) else None
+    # a sub-config of the composite (Llama4TextConfig), or a config of its
+    # own that no model type names (JevForDecision's JevConfig, under
+    # "gemma4"); not another model type's (LlamaForCausalLM under "exaone")
+    if cc in subs or cc.model_type not in CONFIG_MAPPING:
+        return cc
     return None
 
 
@@ -513,7 +534,9 @@ def tiny_config(arch, model_type):
     try:
         import transformers
 
-        n = n_params_meta(getattr(transformers, arch), cfg)
+        # on a copy: building a model may edit its config (BartForCausalLM
+        # sets is_decoder), and the harness builds from the config returned
+        n = n_params_meta(getattr(transformers, arch), copy.deepcopy(cfg))
     except Exception:  # noqa: BLE001  (the harness reports the build's error)
         return cfg
     return build(True) if n > WIDE_LIMIT else cfg
@@ -592,8 +615,8 @@ OVERRIDES: dict = {
     # of the head must be a multiple of 4
     "neomme": {"head_dim": 16},
     "T5GemmaEncoderModel": {"is_encoder_decoder": False},
-    "wav2vec2-bert": {"vocab_size": 32},
-    "wav2vec2-conformer": {"vocab_size": 32},
+    "Wav2Vec2BertForCTC": {"vocab_size": 32},
+    "Wav2Vec2ConformerForCTC": {"vocab_size": 32},
     # Zamba ties the shared transformer of the first hybrid layer to the
     # others': two hybrid layers
     "zamba": {"num_hidden_layers": 3, "layers_block_type": ["linear_attention", "hybrid", "hybrid"]},
