@@ -598,8 +598,9 @@ OVERRIDES: dict = {
                    "vision_config": {"codebook_size": 64}, "audio_config": {"codebook_size": 64}},
     # BridgeTower's vision tower has hidden_size // 64 heads
     "bridgetower": {"vision_config": {"hidden_size": 64}},
-    # DBRX's attention reads attn_config.rope_theta, which its class lacks
-    "dbrx": {"attn_config": {"rope_theta": 10000.0}},
+    # DBRX's attention reads attn_config.rope_theta, which its class lacks,
+    # and clamps with clip_qkv, which defaults to None
+    "dbrx": {"attn_config": {"rope_theta": 10000.0, "clip_qkv": 8.0}},
     # DETR's mask head takes hidden_size + heads channels in groups of 8
     "DetrForSegmentation": {"encoder_attention_heads": 8},
     "diffusion_gemma": {"text_config": {"num_experts": EXPERTS, "top_k_experts": 2,
@@ -610,7 +611,9 @@ OVERRIDES: dict = {
     # entries that set it go with the cut layers
     "dots3_note": {"text_config": {"head_dim": 16}},
     "lfm2_moe": {"layer_types": ["conv", "full_attention"]},
-    "moonshine_streaming": {"num_key_value_heads": KV_HEADS},
+    # Moonshine Streaming's decoder reads num_key_value_heads from the
+    # top-level config, which has none; its cache layout wants no GQA
+    "moonshine_streaming": {"num_key_value_heads": HEADS},
     # NeoMME's two M-RoPE axes take rotated dims in pairs of pairs: a quarter
     # of the head must be a multiple of 4
     "neomme": {"head_dim": 16},
