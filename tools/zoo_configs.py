@@ -559,6 +559,9 @@ OVERRIDES: dict = {
     # from CPU's, so parity is checked without the noise (the flow and the
     # duration predictor still run)
     "vits": {"noise_scale": 0.0, "noise_scale_duration": 0.0},
+    # VibeVoice's acoustic tokenizer samples its latents the same way
+    # (vae_std * torch.randn on the model's device)
+    "vibevoice_acoustic_tokenizer": {"vae_std": 0.0},
     # Nemotron leaves num_key_value_heads None; DeepSeek-V2 num_experts_per_tok
     "nemotron": {"num_key_value_heads": KV_HEADS},
     "deepseek_v2": {"num_experts_per_tok": 2},
