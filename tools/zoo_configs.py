@@ -91,6 +91,8 @@ _SHRINK_INT = {
     "adapter_out_dim": HIDDEN, "rotary_dim": HIDDEN // HEADS,
     # secondary vocabularies (LUKE's entities, Gemma 4's per-layer embeddings)
     "entity_vocab_size": VOCAB, "entity_emb_size": HIDDEN, "vocab_size_per_layer_input": VOCAB,
+    # a head narrower than the (padded) embedding: Inkling 2's unpadded_vocab_size
+    "unpadded_vocab_size": VOCAB,
     # DPT-style necks read the backbone's (shrunk) width; CLIP-style
     # projections; detectors' queries (RT-DETR takes the top num_queries
     # of the anchors of a small image); video frames
