@@ -615,6 +615,9 @@ OVERRIDES: dict = {
     # rope, 8 + 8 after shrinking) as head_dim; the default's per-layer
     # entries that set it go with the cut layers
     "dots3_note": {"text_config": {"head_dim": 16}},
+    # BEiT's segmentation head reads 4 hidden states
+    "BeitForSemanticSegmentation": {"num_hidden_layers": 4, "out_indices": [1, 2, 3, 4]},
+    "HieraForPreTraining": {"decoder_hidden_size": HIDDEN, "decoder_depth": 1, "decoder_num_heads": 1},
     "lfm2_moe": {"layer_types": ["conv", "full_attention"]},
     # Moonshine Streaming's decoder reads num_key_value_heads from the
     # top-level config, which has none; its cache layout wants no GQA
@@ -622,6 +625,12 @@ OVERRIDES: dict = {
     # NeoMME's two M-RoPE axes take rotated dims in pairs of pairs: a quarter
     # of the head must be a multiple of 4
     "neomme": {"head_dim": 16},
+    "qwen4_exp": {"text_config": {"indexer_n_heads": 2, "indexer_kv_heads": 1, "indexer_head_dim": 8,
+                                  "indexer_budget": 4, "indexer_compress_ratio": 2}},
+    "qwen4_exp_text": {"indexer_n_heads": 2, "indexer_kv_heads": 1, "indexer_head_dim": 8,
+                       "indexer_budget": 4, "indexer_compress_ratio": 2},
+    # the encoder's layers read dropout_rate from a text config that has none
+    "t5gemma2_encoder": {"text_config": {"dropout_rate": 0.0}},
     "T5GemmaEncoderModel": {"is_encoder_decoder": False},
     "Wav2Vec2BertForCTC": {"vocab_size": 32},
     "Wav2Vec2ConformerForCTC": {"vocab_size": 32},
