@@ -857,6 +857,48 @@ def make_inputs(model, cfg, family, seed=0):
         if "freq" in params:
             flat["freq"] = torch.zeros(BATCH, 1, dtype=torch.long)
         return cands + [flat]
+    elif main.endswith("_embeds"):
+        # embeddings in (Nemotron 3.5's word-timestamp head; MuSE Glimmer's
+        # draft noise with the target model's context states)
+        w = _cfg_get(cfg, "hidden_size", default=HIDDEN)
+        c = {main: torch.randn(BATCH, SEQ, w, generator=gen)}
+        layers = _cfg_get(cfg, "target_layer_ids")  # the draft reads these layers, concatenated
+        cw = w * len(layers) if isinstance(layers, (list, tuple)) and layers else w
+        if "context_hidden_states" in params:
+            c["context_hidden_states"] = torch.randn(BATCH, SEQ, cw, generator=gen)
+        if "attention_mask" in params and "context_hidden_states" not in c:
+            c["attention_mask"] = torch.ones(BATCH, SEQ, dtype=torch.long)
+        return [c]
+    elif main == "audio_mel":
+        # Gemma 3n's audio encoder: log-mel frames and their padding mask (True = padding)
+        mels = _cfg_get(cfg, "input_feat_size", default=128)
+        return [{"audio_mel": torch.randn(BATCH, 64, mels, generator=gen),
+                 "audio_mel_mask": torch.zeros(BATCH, 64, dtype=torch.bool)}]
+    elif main == "flattened_patches":
+        # Pix2Struct: per patch its row and column (from 1), then its pixels
+        pw = _cfg_get(cfg, "patch_embed_hidden_size", default=HIDDEN)
+        n = 16
+        rows = torch.arange(n) // 4 + 1
+        cols = torch.arange(n) % 4 + 1
+        fp = torch.cat([rows[None, :, None].float().expand(BATCH, n, 1),
+                        cols[None, :, None].float().expand(BATCH, n, 1),
+                        torch.randn(BATCH, n, pw, generator=gen)], dim=-1)
+        base = {"flattened_patches": fp, "attention_mask": torch.ones(BATCH, n)}
+        if "decoder_input_ids" in params:
+            dec_cfg = getattr(cfg, "text_config", None) or cfg
+            base["decoder_input_ids"] = text_ids(dec_cfg, (BATCH, 4), gen)
+        return [base]
+    elif main == "states":
+        # Decision Transformer: a trajectory of states, actions, rewards,
+        # returns-to-go and time steps
+        sd = _cfg_get(cfg, "state_dim", default=4)
+        ad = _cfg_get(cfg, "act_dim", default=4)
+        return [{"states": torch.randn(BATCH, SEQ, sd, generator=gen),
+                 "actions": torch.randn(BATCH, SEQ, ad, generator=gen),
+                 "rewards": torch.randn(BATCH, SEQ, 1, generator=gen),
+                 "returns_to_go": torch.randn(BATCH, SEQ, 1, generator=gen),
+                 "timesteps": torch.arange(SEQ).repeat(BATCH, 1),
+                 "attention_mask": torch.ones(BATCH, SEQ, dtype=torch.long)}]
     else:
         raise LookupError(f"no input recipe for main input {main!r}")
     if "bbox" in params and "input_ids" in base:
