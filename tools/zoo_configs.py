@@ -869,6 +869,11 @@ def make_inputs(model, cfg, family, seed=0):
         if "attention_mask" in params and "context_hidden_states" not in c:
             c["attention_mask"] = torch.ones(BATCH, SEQ, dtype=torch.long)
         return [c]
+    elif main == "latents":
+        # audio codecs' decoders: latent frames, (batch, width, frames) or (batch, frames, width)
+        w = _cfg_get(cfg, "hidden_size", default=HIDDEN)
+        return [{"latents": torch.randn(BATCH, w, 16, generator=gen)},
+                {"latents": torch.randn(BATCH, 16, w, generator=gen)}]
     elif main == "audio_mel":
         # Gemma 3n's audio encoder: log-mel frames and their padding mask (True = padding)
         mels = _cfg_get(cfg, "input_feat_size", default=128)
