@@ -141,8 +141,8 @@ NOTES = [
     "OneFormerModel and OneFormerForUniversalSegmentation now run (their list main_input_name and "
     "task_inputs were the harness TypeError) and fail (b): task_token is 9e-5 off and the decoder's "
     "object queries 1.6; not diagnosed, possibly ours.",
-    "Qwen4ExpForConditionalGeneration (first run 2 December, zoorec2) fails (b) float32 (logits "
-    "0.0199 off, from its second, indexed-attention layer; bf16 passes): its indexer picks blocks "
+    "Qwen4ExpForConditionalGeneration and Qwen4ExpModel (first run 2 December, zoorec2) fail (b) float32 (logits "
+    "0.0199 off, last_hidden_state 0.11, from the second, indexed-attention layer; Qwen4ExpTextModel passes): the indexer picks blocks "
     "with `scores.topk` over relu-summed scores, and on CPU 1 of its 6 top-k calls has a tie at "
     "the k-th score (several blocks scoring 0), so which blocks are attended is unspecified, as for "
     "the RT-DETR detectors; not shown to be a backend bug.",
