@@ -85,3 +85,61 @@ def test_rt_detr_style_norm_weights_are_set_to_one():
     zc.adjust_weights(m, "rt_detr")
     assert torch.equal(m[1].weight, torch.ones(4)) and torch.equal(m[2].weight, torch.ones(4))
     assert torch.equal(m[0].weight, conv)
+
+
+def test_width_pass_scales_lists_and_base_widths():
+    d = {"decoder_hidden_size": 1536, "upsample_initial_channel": 512, "intermediate_size": 4096,
+         "embed_dim_per_stage": [96, 192, 384, 768], "t2u_vocab_size": 10082,
+         "num_filters": 32, "downsampling_ratios": [2, 2, 4, 5], "patch_size": 384, "max_position_embeddings": 4096,
+         "sub": {"base_channels": 128, "latent_channels": 256}}
+    zc._shrink_widths(d)
+    assert d["decoder_hidden_size"] == zc.HIDDEN and d["upsample_initial_channel"] == zc.HIDDEN
+    assert d["intermediate_size"] == zc.FFN
+    assert d["embed_dim_per_stage"] == [6, 12, 24, 48]  # ratios kept
+    assert d["t2u_vocab_size"] == zc.VOCAB
+    assert d["num_filters"] == 8  # doubled per down-sampling stage
+    assert d["patch_size"] == 384 and d["max_position_embeddings"] == 4096
+    assert d["sub"]["base_channels"] == zc.HIDDEN and d["sub"]["latent_channels"] == zc.HIDDEN
+
+
+def test_width_tied_values_follow_the_width():
+    d = {"hidden_size": 512, "upsample_groups": 512, "num_attention_heads": 8,
+         "out_features": [64, 64, 128, 512]}
+    zc._shrink_dict(d)
+    assert d["upsample_groups"] == d["hidden_size"] == zc.HIDDEN
+    assert d["out_features"][-1] == d["hidden_size"]
+    d = {"hidden_size": 4096, "mamba_n_heads": 128, "mamba_d_head": 8, "mamba_d_ssm": 1024}
+    zc._shrink_dict(d)
+    assert d["mamba_d_ssm"] == d["mamba_n_heads"] * d["mamba_d_head"]
+
+
+def test_layer_parts_and_shared_kv_layers_fit_the_new_depth():
+    d = {"num_hidden_layers": 72, "n_input_layers": 16, "n_recurrent_layers": 40, "n_output_layers": 16}
+    zc._shrink_dict(d)
+    assert d["n_input_layers"] + d["n_recurrent_layers"] + d["n_output_layers"] == d["num_hidden_layers"]
+    assert sorted(d[k] for k in ("n_input_layers", "n_recurrent_layers", "n_output_layers")) == [0, 1, 1]
+    d = {"num_hidden_layers": 35, "num_kv_shared_layers": 15,
+         "layer_types": (["sliding_attention"] * 4 + ["full_attention"]) * 7}
+    zc._shrink_dict(d)
+    assert d["num_kv_shared_layers"] == 0  # else a type would have no layer producing its cache
+
+
+def test_rope_parameters_name_every_layer_type():
+    d = {"num_hidden_layers": 8, "rope_parameters": {},
+         "layer_types": ["sliding_attention", "sliding_attention", "sliding_attention", "full_attention"] * 2}
+    zc._shrink_dict(d)
+    assert set(d["rope_parameters"]) == set(d["layer_types"])
+    d = {"num_hidden_layers": 2, "layer_types": ["full_attention", "full_attention"],
+         "rope_parameters": {"rope_type": "default", "rope_theta": 1e4}}
+    zc._shrink_dict(d)
+    assert d["rope_parameters"] == {"rope_type": "default", "rope_theta": 1e4}  # shared: left alone
+
+
+def test_model_built_from_a_sub_config_gets_it():
+    from transformers import Llama4TextConfig, Llama4VisionConfig
+
+    assert zc._model_config_class("Llama4TextModel", "llama4") is Llama4TextConfig
+    assert zc._model_config_class("Llama4VisionModel", "llama4") is Llama4VisionConfig
+    assert zc._model_config_class("Llama4ForConditionalGeneration", "llama4") is None
+    # another model type's config (Llama listed under "exaone") is left alone
+    assert zc._model_config_class("LlamaForCausalLM", "exaone") is None

@@ -10,6 +10,7 @@ defaults and weights are random.
 
 from __future__ import annotations
 
+import copy
 import inspect
 import math
 
@@ -86,9 +87,12 @@ _SHRINK_INT = {
     # (shrunk) hidden size of the model it feeds
     "emb_dim": HIDDEN, "pooler_hidden_size": HIDDEN, "out_hidden_size": HIDDEN,
     "text_hidden_size": HIDDEN, "condition_dim": HIDDEN, "audio_hidden_size": HIDDEN,
-    "adapter_in_dim": HIDDEN, "rotary_dim": HIDDEN // HEADS,
+    "adapter_in_dim": HIDDEN, "adapter_input_size": HIDDEN,
+    "adapter_out_dim": HIDDEN, "rotary_dim": HIDDEN // HEADS,
     # secondary vocabularies (LUKE's entities, Gemma 4's per-layer embeddings)
     "entity_vocab_size": VOCAB, "entity_emb_size": HIDDEN, "vocab_size_per_layer_input": VOCAB,
+    # a head narrower than the (padded) embedding: Inkling 2's unpadded_vocab_size
+    "unpadded_vocab_size": VOCAB,
     # DPT-style necks read the backbone's (shrunk) width; CLIP-style
     # projections; detectors' queries (RT-DETR takes the top num_queries
     # of the anchors of a small image); video frames
@@ -152,6 +156,7 @@ def _shrink_dict(d, depth=0):
     Lists as long as the old depth (layer_types, mlp_layer_types, ...) are
     cut to the new one; values derived from shrunk ones are recomputed."""
     old_layers = {k: d[k] for k in _SHRINK_INT if isinstance(d.get(k), int) and "layer" in k}
+    old_width = next((d[k] for k in ("hidden_size", "d_model") if isinstance(d.get(k), int)), None)
     if isinstance(d.get("depths"), list) and d.get("num_layers") == len(d["depths"]):
         # Swin-style: num_layers counts the stages (one block each below)
         old_layers.pop("num_layers")
@@ -265,6 +270,9 @@ def _shrink_dict(d, depth=0):
         d["window_size"] = min(d["window_size"], 4)
         d["image_size"] = d["patch_size"] * d["window_size"] * 2 ** (len(d["depths"]) - 1)
     _fit_mrope(d)
+    _fit_to_width(d, old_width)
+    _fit_to_depth(d, old_layers)
+    _fit_rope_per_type(d)
     # vision: one block per stage, small images
     v = d.get("depths")
     if isinstance(v, list) and v and all(isinstance(x, int) for x in v):
@@ -287,6 +295,74 @@ def _shrink_dict(d, depth=0):
                 d[k] = top
                 top -= 1
     return d
+
+
+def _fit_to_width(d, old):
+    """Values tied to the width that the shrink changed: depthwise conv
+    groups equal to the old width (Mimi's upsample_groups), feature lists
+    that end at the width (EfficientLoFTR's out_features, scaled by the
+    same factor), and a Mamba head state set apart (Falcon-H1's
+    mamba_d_ssm = mamba_n_heads x mamba_d_head)."""
+    w = next((d[k] for k in ("hidden_size", "d_model") if isinstance(d.get(k), int)), None)
+    if isinstance(old, int) and isinstance(w, int) and old > w:
+        for k, v in list(d.items()):
+            if "groups" in k and v == old and not isinstance(v, bool):
+                d[k] = w
+            elif (isinstance(v, list) and v and all(isinstance(x, int) and not isinstance(x, bool) for x in v)
+                    and v[-1] == old and "features" in k and old % w == 0):
+                f = old // w
+                d[k] = [max(1, x // f) for x in v]
+    if all(isinstance(d.get(k), int) for k in ("mamba_d_ssm", "mamba_n_heads", "mamba_d_head")):
+        d["mamba_d_ssm"] = d["mamba_n_heads"] * d["mamba_d_head"]
+
+
+def _fit_to_depth(d, old_layers):
+    """Counts of layers per part (Dory's n_input_layers, n_recurrent_layers,
+    n_output_layers) that summed to the old depth sum to the new one, each
+    part that had layers keeping at least one where the depth allows; a
+    count of layers sharing another's key-value cache (Gemma 3n's
+    num_kv_shared_layers) that would leave a layer type without a layer
+    producing its cache goes to 0."""
+    for lk, old in old_layers.items():
+        n = d.get(lk)
+        if not isinstance(n, int) or n >= old:
+            continue
+        parts = [k for k, v in d.items() if k.startswith("n_") and k.endswith("_layers") and k != lk
+                 and isinstance(v, int) and not isinstance(v, bool)]
+        if len(parts) > 1 and sum(d[k] for k in parts) == old:
+            new = {k: (1 if d[k] else 0) for k in parts}
+            rest = n - sum(new.values())
+            for k in sorted(parts, key=lambda k: -d[k]):
+                if rest <= 0:
+                    break
+                new[k] += 1
+                rest -= 1
+            while sum(new.values()) > n:
+                k = min((k for k in parts if new[k] > 0), key=lambda k: d[k])
+                new[k] -= 1
+            d.update(new)
+        sh = d.get("num_kv_shared_layers")
+        if isinstance(sh, int) and sh > 0:
+            lt = d.get("layer_types")
+            first = n - sh
+            if first <= 0 or (isinstance(lt, list) and set(lt[:first]) != set(lt)):
+                d["num_kv_shared_layers"] = 0
+
+
+def _fit_rope_per_type(d):
+    """Rotary parameters given per layer type (Gemma-style {"full_attention":
+    {...}, "sliding_attention": {...}}) name every type of layer_types: a
+    default config that leaves them empty (Cohere Compass: {}) gets a
+    default rotary for each, a missing type the parameters of a listed one."""
+    lt, rp = d.get("layer_types"), d.get("rope_parameters")
+    if not (isinstance(lt, list) and lt and all(isinstance(x, str) for x in lt) and isinstance(rp, dict)):
+        return
+    per_type = [k for k in rp if k in lt]
+    if rp and not per_type:
+        return  # one set of parameters for every layer
+    for t in dict.fromkeys(x for x in lt if "attention" in x):
+        if t not in rp:
+            rp[t] = dict(rp[per_type[0]]) if per_type else {"rope_type": "default", "rope_theta": 10000.0}
 
 
 def _fit_mrope(d):
@@ -333,10 +409,12 @@ def _mrope_types(cfg, depth=0):
     return out
 
 
-def _shrink(cfg, pre=None):
+def _shrink(cfg, pre=None, wide=False):
     _MROPE_TYPES.clear()
     _MROPE_TYPES.update(_mrope_types(cfg))
     d = _shrink_dict(cfg.to_dict())
+    if wide:
+        _shrink_widths(d)
     for k in ("transformers_version", "architectures", "_name_or_path"):
         d.pop(k, None)
     for k, v in (pre or {}).items():
@@ -353,12 +431,87 @@ def _shrink(cfg, pre=None):
     return cfg
 
 
+# Second pass (_shrink_widths), only for a config the generic shrink left
+# above this many parameters (the harness's limit): widths under the model's
+# own names (codecs' decoder_hidden_size, upsample_initial_channel, SAM's
+# memory_attention_hidden_size, stage widths per list, ...). It is not
+# applied to configs that are small already, so their results stand.
+WIDE_LIMIT = 30_000_000
+_WIDTH_WORDS = ("hidden_size", "hidden_dim", "intermediate", "ffn", "embed_dim", "channel",
+                "mlp_dim", "_dim", "filters", "feature_dims", "num_latents")
+_NOT_WIDTH_WORDS = ("token", "max_", "positions", "kernel", "stride", "sampling", "rate",
+                    "image_size", "patch", "window", "rope", "embedding_base", "period", "length",
+                    "num_mel", "mel_bins", "layer", "head", "input_dim", "_id")
+_VOCAB_WORDS = ("vocab", "num_embeddings", "num_embeds", "zero_expert_num")
+
+
+def _width_name(k):
+    return any(w in k for w in _WIDTH_WORDS) and not any(w in k for w in _NOT_WIDTH_WORDS)
+
+
+def _shrink_widths(d, depth=0):
+    """Width-like ints above 64 become 64 (FFN-like) or 32; lists of widths
+    are divided by one power of two (ratios kept, so channel halvings and
+    group counts still divide) until their largest is at most 64;
+    secondary vocabularies and embedding tables go to VOCAB. Where the
+    widths double per down-sampling stage (a `*ratios`/`*multiplier` list:
+    codecs' encoders), the base widths go to 8."""
+    staged = any(isinstance(v, list) and ("ratios" in k or "multiplier" in k) for k, v in d.items())
+    for k, v in list(d.items()):
+        if isinstance(v, bool):
+            continue
+        if isinstance(v, int) and any(w in k for w in _VOCAB_WORDS) and v > VOCAB and (
+                "_token" not in k):
+            d[k] = VOCAB if "expert" not in k else EXPERTS
+        elif isinstance(v, int) and v > 64 and _width_name(k):
+            d[k] = FFN if any(w in k for w in ("intermediate", "ffn", "mlp")) else HIDDEN
+        if staged and isinstance(d[k], int) and d[k] > 8 and _width_name(k) and (
+                "filters" in k or "encoder_hidden_size" in k):
+            d[k] = 8
+        elif (isinstance(v, list) and v and all(isinstance(x, int) and not isinstance(x, bool) for x in v)
+                and max(v) > 64 and min(v) > 1 and _width_name(k)):
+            f = 1
+            while max(v) // f > 64:
+                f *= 2
+            d[k] = [max(1, x // f) for x in v]
+        elif isinstance(v, dict) and depth < 4 and all(isinstance(x, str) for x in v):
+            _shrink_widths(v, depth + 1)
+    return d
+
+
+def _model_config_class(arch, model_type):
+    """The config class a model class is built from, where it is not the
+    model type's (Llama4TextModel and Llama4VisionModel are listed under
+    "llama4" and take Llama4TextConfig / Llama4VisionConfig, MusicgenModel
+    its MusicgenDecoderConfig); None otherwise."""
+    import transformers
+    from transformers import CONFIG_MAPPING
+
+    try:
+        cc = getattr(getattr(transformers, arch), "config_class", None)
+    except Exception:  # noqa: BLE001  (optional dependency missing)
+        return None
+    comp = CONFIG_MAPPING[model_type]
+    subs = tuple(getattr(comp, "sub_configs", {}).values())
+    if cc is None or cc is comp or not isinstance(cc, type):
+        return None
+    # a sub-config of the composite (Llama4TextConfig), or a config of its
+    # own that no model type names (JevForDecision's JevConfig, under
+    # "gemma4"); not another model type's (LlamaForCausalLM under "exaone")
+    if cc in subs or cc.model_type not in CONFIG_MAPPING:
+        return cc
+    return None
+
+
 def tiny_config(arch, model_type):
     """The model type's default config, shrunk. OVERRIDES[model_type] then
     OVERRIDES[arch]: a dict is merged into the shrunk to_dict() before the
     config is rebuilt (so derived fields follow; a dict value for a
     sub-config updates its attributes), a callable(cfg) edits the built
-    config."""
+    config. A model class built from a sub-config of its model type's
+    (Llama4TextModel) gets that sub-config of the shrunk composite one, or
+    its own class's shrunk default. A config still above WIDE_LIMIT
+    parameters is shrunk again with _shrink_widths."""
     from transformers import CONFIG_MAPPING
 
     pre, post = {}, []
@@ -368,10 +521,27 @@ def tiny_config(arch, model_type):
             post.append(o)
         elif o:
             pre.update(o)
-    cfg = _shrink(CONFIG_MAPPING[model_type](), pre)
-    for o in post:
-        o(cfg)
-    return cfg
+    cc = _model_config_class(arch, model_type)
+
+    def build(wide):
+        cfg = _shrink(CONFIG_MAPPING[model_type](), pre, wide)
+        if cc is not None:
+            sub = next((v for _, v in _sub_configs(cfg) if type(v) is cc), None)
+            cfg = sub if sub is not None else _shrink(cc(), pre, wide)
+        for o in post:
+            o(cfg)
+        return cfg
+
+    cfg = build(False)
+    try:
+        import transformers
+
+        # on a copy: building a model may edit its config (BartForCausalLM
+        # sets is_decoder), and the harness builds from the config returned
+        n = n_params_meta(getattr(transformers, arch), copy.deepcopy(cfg))
+    except Exception:  # noqa: BLE001  (the harness reports the build's error)
+        return cfg
+    return build(True) if n > WIDE_LIMIT else cfg
 
 
 # Per-architecture (or model type) overrides where the generic shrink is not
@@ -391,6 +561,9 @@ OVERRIDES: dict = {
     # from CPU's, so parity is checked without the noise (the flow and the
     # duration predictor still run)
     "vits": {"noise_scale": 0.0, "noise_scale_duration": 0.0},
+    # VibeVoice's acoustic tokenizer samples its latents the same way
+    # (vae_std * torch.randn on the model's device)
+    "vibevoice_acoustic_tokenizer": {"vae_std": 0.0},
     # Nemotron leaves num_key_value_heads None; DeepSeek-V2 num_experts_per_tok
     "nemotron": {"num_key_value_heads": KV_HEADS},
     "deepseek_v2": {"num_experts_per_tok": 2},
@@ -417,8 +590,53 @@ OVERRIDES: dict = {
     # head_dim = expand x hidden; Fun-ASR's adaptor is a quarter of the text width
     "esmc": {"num_key_value_heads": HEADS},
     "mamba2": {"head_dim": 2 * HIDDEN // HEADS, "n_groups": 1},
-    # Dory: input + recurrent + output blocks make the depth
-    "dory": {"n_input_layers": 1, "n_recurrent_layers": 0, "n_output_layers": 1},
+    # Dory's to_dict() writes each decoder layer as an attention block and an
+    # mlp block (every count doubled): three layers, one per part
+    "dory": {"num_hidden_layers": 6, "n_input_layers": 2, "n_recurrent_layers": 2, "n_output_layers": 2,
+             "layer_types": ["sliding_attention", "mlp", "full_attention", "mlp", "sliding_attention", "mlp"]},
+    # Default configs that cannot be built as they stand (a checkpoint
+    # supplies the value; Transformers' default leaves it None or the
+    # model reads an attribute its config class lacks):
+    # Apertus 1.5: the visual tokens [image_token_offset, + codebook_size)
+    # end where the audio tokens begin, inside the text vocabulary
+    "apertus1p5": {"image_token_offset": 256, "audio_token_offset": 320,
+                   "vision_config": {"codebook_size": 64}, "audio_config": {"codebook_size": 64}},
+    # BridgeTower's vision tower has hidden_size // 64 heads
+    "bridgetower": {"vision_config": {"hidden_size": 64}},
+    # DBRX's attention reads attn_config.rope_theta, which its class lacks,
+    # and clamps with clip_qkv, which defaults to None
+    "dbrx": {"attn_config": {"rope_theta": 10000.0, "clip_qkv": 8.0}},
+    # DETR's mask head takes hidden_size + heads channels in groups of 8
+    "DetrForSegmentation": {"encoder_attention_heads": 8},
+    "diffusion_gemma": {"text_config": {"num_experts": EXPERTS, "top_k_experts": 2,
+                                        "moe_intermediate_size": FFN // 2}},
+    "dots1": {"n_routed_experts": EXPERTS, "n_shared_experts": 1, "num_experts_per_tok": 2},
+    # Dots3 Note's sliding-window layers use the MLA query-key head (nope +
+    # rope, 8 + 8 after shrinking) as head_dim; the default's per-layer
+    # entries that set it go with the cut layers
+    "dots3_note": {"text_config": {"head_dim": 16}},
+    # BEiT's segmentation head reads 4 hidden states
+    "BeitForSemanticSegmentation": {"num_hidden_layers": 4, "out_indices": [1, 2, 3, 4]},
+    "HieraForPreTraining": {"decoder_hidden_size": HIDDEN, "decoder_depth": 1, "decoder_num_heads": 1},
+    "lfm2_moe": {"layer_types": ["conv", "full_attention"]},
+    # Moonshine Streaming's decoder reads num_key_value_heads from the
+    # top-level config, which has none; its cache layout wants no GQA
+    "moonshine_streaming": {"num_key_value_heads": HEADS},
+    # NeoMME's two M-RoPE axes take rotated dims in pairs of pairs: a quarter
+    # of the head must be a multiple of 4
+    "neomme": {"head_dim": 16},
+    "qwen4_exp": {"text_config": {"indexer_n_heads": 2, "indexer_kv_heads": 1, "indexer_head_dim": 8,
+                                  "indexer_budget": 4, "indexer_compress_ratio": 2}},
+    "qwen4_exp_text": {"indexer_n_heads": 2, "indexer_kv_heads": 1, "indexer_head_dim": 8,
+                       "indexer_budget": 4, "indexer_compress_ratio": 2},
+    # the encoder's layers read dropout_rate from a text config that has none
+    "t5gemma2_encoder": {"text_config": {"dropout_rate": 0.0}},
+    "T5GemmaEncoderModel": {"is_encoder_decoder": False},
+    "Wav2Vec2BertForCTC": {"vocab_size": 32},
+    "Wav2Vec2ConformerForCTC": {"vocab_size": 32},
+    # Zamba ties the shared transformer of the first hybrid layer to the
+    # others': two hybrid layers
+    "zamba": {"num_hidden_layers": 3, "layers_block_type": ["linear_attention", "hybrid", "hybrid"]},
     # Molmo 2 reads ViT layers 24 and 18 (negative indices wrap to the depth)
     "molmo2": {"adapter_config": {"vision_feature_layer": [-1, -2]}},
     "fun_asr_nano": {"adaptor_config": {"intermediate_size": HIDDEN // 4}},
@@ -696,6 +914,53 @@ def make_inputs(model, cfg, family, seed=0):
         if "freq" in params:
             flat["freq"] = torch.zeros(BATCH, 1, dtype=torch.long)
         return cands + [flat]
+    elif main.endswith("_embeds"):
+        # embeddings in (Nemotron 3.5's word-timestamp head; MuSE Glimmer's
+        # draft noise with the target model's context states)
+        w = _cfg_get(cfg, "hidden_size", default=HIDDEN)
+        c = {main: torch.randn(BATCH, SEQ, w, generator=gen)}
+        layers = _cfg_get(cfg, "target_layer_ids")  # the draft reads these layers, concatenated
+        cw = w * len(layers) if isinstance(layers, (list, tuple)) and layers else w
+        if "context_hidden_states" in params:
+            c["context_hidden_states"] = torch.randn(BATCH, SEQ, cw, generator=gen)
+        if "attention_mask" in params and "context_hidden_states" not in c:
+            c["attention_mask"] = torch.ones(BATCH, SEQ, dtype=torch.long)
+        return [c]
+    elif main == "latents":
+        # audio codecs' decoders: latent frames, (batch, width, frames) or (batch, frames, width)
+        w = _cfg_get(cfg, "hidden_size", default=HIDDEN)
+        return [{"latents": torch.randn(BATCH, w, 16, generator=gen)},
+                {"latents": torch.randn(BATCH, 16, w, generator=gen)}]
+    elif main == "audio_mel":
+        # Gemma 3n's audio encoder: log-mel frames and their padding mask (True = padding)
+        mels = _cfg_get(cfg, "input_feat_size", default=128)
+        return [{"audio_mel": torch.randn(BATCH, 64, mels, generator=gen),
+                 "audio_mel_mask": torch.zeros(BATCH, 64, dtype=torch.bool)}]
+    elif main == "flattened_patches":
+        # Pix2Struct: per patch its row and column (from 1), then its pixels
+        pw = _cfg_get(cfg, "patch_embed_hidden_size", default=HIDDEN)
+        n = 16
+        rows = torch.arange(n) // 4 + 1
+        cols = torch.arange(n) % 4 + 1
+        fp = torch.cat([rows[None, :, None].float().expand(BATCH, n, 1),
+                        cols[None, :, None].float().expand(BATCH, n, 1),
+                        torch.randn(BATCH, n, pw, generator=gen)], dim=-1)
+        base = {"flattened_patches": fp, "attention_mask": torch.ones(BATCH, n)}
+        if "decoder_input_ids" in params:
+            dec_cfg = getattr(cfg, "text_config", None) or cfg
+            base["decoder_input_ids"] = text_ids(dec_cfg, (BATCH, 4), gen)
+        return [base]
+    elif main == "states":
+        # Decision Transformer: a trajectory of states, actions, rewards,
+        # returns-to-go and time steps
+        sd = _cfg_get(cfg, "state_dim", default=4)
+        ad = _cfg_get(cfg, "act_dim", default=4)
+        return [{"states": torch.randn(BATCH, SEQ, sd, generator=gen),
+                 "actions": torch.randn(BATCH, SEQ, ad, generator=gen),
+                 "rewards": torch.randn(BATCH, SEQ, 1, generator=gen),
+                 "returns_to_go": torch.randn(BATCH, SEQ, 1, generator=gen),
+                 "timesteps": torch.arange(SEQ).repeat(BATCH, 1),
+                 "attention_mask": torch.ones(BATCH, SEQ, dtype=torch.long)}]
     else:
         raise LookupError(f"no input recipe for main input {main!r}")
     if "bbox" in params and "input_ids" in base:
