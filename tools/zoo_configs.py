@@ -72,8 +72,8 @@ _SHRINK_INT = {
     "num_key_value_heads": KV_HEADS, "n_kv_heads": KV_HEADS, "num_kv_heads": KV_HEADS,
     # mixture of experts
     "num_experts": EXPERTS, "num_local_experts": EXPERTS, "n_routed_experts": EXPERTS,
-    "num_experts_per_tok": 2, "moe_topk": 2, "n_shared_experts": 1, "num_shared_experts": 1,
-    "first_k_dense_replace": 1, "n_group": 1, "topk_group": 1,
+    "num_experts_per_tok": 2, "num_experts_per_token": 2, "moe_topk": 2, "n_shared_experts": 1, "num_shared_experts": 1,
+    "first_k_dense_replace": 1, "n_group": 1, "num_expert_group": 1, "topk_group": 1,
     # vocabulary / positions
     "vocab_size": VOCAB, "max_position_embeddings": 512, "n_positions": 512,
     # state-space layers (Mamba-2 style: heads x head dim = expand x hidden)
@@ -87,6 +87,8 @@ _SHRINK_INT = {
     "emb_dim": HIDDEN, "pooler_hidden_size": HIDDEN, "out_hidden_size": HIDDEN,
     "text_hidden_size": HIDDEN, "condition_dim": HIDDEN, "audio_hidden_size": HIDDEN,
     "adapter_in_dim": HIDDEN, "rotary_dim": HIDDEN // HEADS,
+    # a decoder's cross-attention reads its encoder's (shrunk) width (Dia)
+    "cross_hidden_size": HIDDEN,
     # secondary vocabularies (LUKE's entities, Gemma 4's per-layer embeddings)
     "entity_vocab_size": VOCAB, "entity_emb_size": HIDDEN, "vocab_size_per_layer_input": VOCAB,
     # DPT-style necks read the backbone's (shrunk) width; CLIP-style
@@ -276,6 +278,7 @@ def _shrink_dict(d, depth=0):
     for k, sub in d.items():
         if isinstance(sub, dict) and "model_type" in sub and depth < 3:
             _shrink_dict(sub, depth + 1)
+    _fit_sam(d)
     # token ids (and id offsets) above the shrunk vocabulary move to its top
     vocab = _vocab(d)
     if isinstance(vocab, int):
@@ -287,6 +290,28 @@ def _shrink_dict(d, depth=0):
                 d[k] = top
                 top -= 1
     return d
+
+
+def _fit_sam(d):
+    """SAM-style models (a vision encoder, a prompt encoder and a mask
+    decoder): the vision neck's output_channels and the prompt encoder's
+    width are the mask decoder's (shrunk) width, and the prompt encoder's
+    image_embedding_size is the vision encoder's patch grid."""
+    v, pe, md = (d.get(k) for k in ("vision_config", "prompt_encoder_config", "mask_decoder_config"))
+    if not all(isinstance(x, dict) for x in (v, pe, md)) or not isinstance(md.get("hidden_size"), int):
+        return
+    w = md["hidden_size"]
+    if isinstance(v.get("output_channels"), int):
+        v["output_channels"] = w
+    if isinstance(v.get("num_pos_feats"), int):
+        v["num_pos_feats"] = w // 2  # the random-Fourier positional embedding: sin and cos halves
+    if isinstance(pe.get("hidden_size"), int):
+        pe["hidden_size"] = w
+    img, p = v.get("image_size"), v.get("patch_size")
+    if isinstance(img, int) and isinstance(p, int) and p > 0:
+        for k, x in (("image_size", img), ("patch_size", p), ("image_embedding_size", img // p)):
+            if k in pe:
+                pe[k] = x
 
 
 def _fit_mrope(d):
@@ -333,10 +358,53 @@ def _mrope_types(cfg, depth=0):
     return out
 
 
+def _int_or_ints(v):
+    if isinstance(v, list):
+        return bool(v) and all(isinstance(x, int) and not isinstance(x, bool) for x in v)
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _derived_ints(cfg, depth=0):
+    """{path: {attribute: value}} of the integers (and lists of them)
+    cfg's __post_init__ computed (a dataclass field whose declared default is None, holding an
+    int): Zamba 2's attention and mamba head widths, RWKV's attention width,
+    HRM's per-stack depth; or an attribute that is no field at all, set by
+    __post_init__ (Zamba 2's mamba_headdim, and its hybrid_layer_ids that
+    index the full-depth layers). to_dict() stores them, so the shrunk dict would
+    carry the full-size values back; where the shrink left one unchanged it
+    is dropped and the config derives it again from the shrunk widths."""
+    import dataclasses
+
+    out = {}
+    if dataclasses.is_dataclass(cfg):
+        fields = {f.name: f for f in dataclasses.fields(cfg)}
+        own = {k: v for k, v in vars(cfg).items() if _int_or_ints(v) and not k.startswith("_")
+               and (k not in fields or (fields[k].default is None
+                                        and fields[k].default_factory is dataclasses.MISSING))}
+        if own:
+            out[()] = own
+    if depth < 3:
+        for k, sub in _sub_configs(cfg):
+            out.update({(k,) + p: v for p, v in _derived_ints(sub, depth + 1).items()})
+    return out
+
+
+def _drop_stale_derived(d, derived):
+    for path, own in derived.items():
+        holder = d
+        for k in path:
+            holder = holder.get(k) if isinstance(holder, dict) else None
+        if isinstance(holder, dict):
+            for k, v in own.items():
+                if holder.get(k) == v and not k.endswith(("_token_id", "_token_index")):
+                    del holder[k]
+
+
 def _shrink(cfg, pre=None):
     _MROPE_TYPES.clear()
     _MROPE_TYPES.update(_mrope_types(cfg))
     d = _shrink_dict(cfg.to_dict())
+    _drop_stale_derived(d, _derived_ints(cfg))
     for k in ("transformers_version", "architectures", "_name_or_path"):
         d.pop(k, None)
     for k, v in (pre or {}).items():
@@ -441,7 +509,13 @@ def special_ids(cfg):
 
 
 def text_ids(cfg, shape, gen):
-    vocab = getattr(cfg, "vocab_size", None) or getattr(getattr(cfg, "text_config", None), "vocab_size", None) or VOCAB
+    vocab = getattr(cfg, "vocab_size", None) or getattr(getattr(cfg, "text_config", None), "vocab_size", None)
+    if not isinstance(vocab, int):
+        # composite configs without a text_config (Dia's encoder_config of 256
+        # byte ids, FastSpeech 2's model_config): the smallest vocabulary of
+        # its sub-configs, whose ids then embed in every one of them
+        subs = [getattr(s, "vocab_size", None) for _, s in _sub_configs(cfg)]
+        vocab = min([v for v in subs if isinstance(v, int) and v > 0] or [VOCAB])
     hi = max(8, min(vocab, VOCAB) - 16)
     ids = torch.randint(4, hi, shape, generator=gen)
     for s in special_ids(cfg):
