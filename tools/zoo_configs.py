@@ -805,7 +805,147 @@ def make_inputs(model, cfg, family, seed=0):
         # (BART's) derive them from input_ids and want the same length;
         # others (BLIP's question answering) may need them: with, then without
         cands = with_dec + cands
+    # recipes keyed by what the forward or the config asks for beyond the
+    # generic ones; tried last, so a model an earlier candidate fits keeps it
+    return cands + _keyed_inputs(model, cfg, params, main, cands)
+
+
+def _audio_features(cfg, gen, params):
+    """input_features beyond (batch, mels, frames) and (batch, 64, mels):
+    128 mel bins (Gemma 4's audio tower reads 128 whatever its config says),
+    low-frame-rate stacks of num_stacked_frames frames (Fun-ASR), frame
+    counts that are a multiple of the encoder's window pair (Qwen3-ASR's
+    2 * n_window); each with its frame mask where the forward takes one."""
+    mels = _cfg_get(cfg, "num_mel_bins", "input_feat_per_channel", "feature_size", default=80)
+    out = []
+    for m in sorted({mels, 128}):
+        out += [torch.randn(BATCH, m, 64, generator=gen), torch.randn(BATCH, 64, m, generator=gen)]
+    stack = _cfg_get(cfg, "num_stacked_frames")
+    if isinstance(stack, int) and stack > 1:
+        out.append(torch.randn(BATCH, 64, mels * stack, generator=gen))
+    win = _cfg_get(cfg, "n_window")
+    if isinstance(win, int) and 0 < win <= 512:
+        out.append(torch.randn(BATCH, mels, 2 * win, generator=gen))
+    cands = []
+    for f in out:
+        c = {"input_features": f}
+        if "input_features_mask" in params:
+            # the mask runs along the frames: the last dim of (batch, mels, frames)
+            n = f.shape[-1] if f.shape[1] in (mels, 128) and f.shape[-1] not in (mels, 128) else f.shape[1]
+            c["input_features_mask"] = torch.ones(BATCH, n, dtype=torch.long)
+        cands.append(c)
     return cands
+
+
+def _audio_values(cfg, gen):
+    """input_values whose length the encoder's patching divides (MuseSpark's
+    audio tower: a multiple of its patch sizes' product), then one second."""
+    out = []
+    ps = _cfg_get(cfg, "patch_sizes")
+    if isinstance(ps, list) and ps and all(isinstance(x, int) and x > 0 for x in ps):
+        n = math.prod(ps)
+        out.append(torch.randn(BATCH, n * max(1, 1600 // n), generator=gen))
+    out += [torch.randn(BATCH, 16000, generator=gen), torch.randn(BATCH, 1, 16000, generator=gen)]
+    return [{"input_values": v} for v in out]
+
+
+def _keyed_inputs(model, cfg, params, main, cands):
+    """More candidates, each keyed by a forward argument or a config field:
+    - text + audio models (CLAP, CLVP, Voxtral Realtime, PE Audio): token ids
+      with the audio features or samples the forward also takes;
+    - audio encoders: the feature layouts of _audio_features/_audio_values;
+    - patchified images (SigLIP 2's spatial_shapes, Gemma 4's
+      pixel_position_ids): (batch, patches, channels * patch**2) and the grid;
+    - image pairs (SuperGlue, LightGlue: (batch, 2, channels, h, w));
+    - SegGPT: the prompt and the image stack along the height, half each;
+    - Kosmos-2: the text positions the image embeddings take;
+    - Splinter's pretraining head: a question token per row;
+    - MusicGen: decoder ids per codebook, (batch * codebooks, length);
+    - decoder ids as long as the input ids (T5's sequence classifier masks
+      the decoder output with the input's eos positions);
+    - video + text (VideoPrism CLIP), Q-Former cross-attention inputs (BLIP-2),
+      and required *_embeds inputs (PI0's action_embeds): random at the width;
+    - token ids without their attention mask (Doge, whose mask path needs
+      flex attention's BlockMask)."""
+    gen = torch.Generator().manual_seed(7)
+    out = []
+    ids = text_ids(cfg, (BATCH, SEQ), gen)
+    text = {"input_ids": ids}
+    if "attention_mask" in params:
+        text["attention_mask"] = torch.ones_like(ids)
+    if main == "input_ids" or "input_ids" in params:
+        if "input_features" in params:
+            out += [dict(text, **a) for a in _audio_features(cfg, gen, params)]
+        if "input_values" in params:
+            out += [dict(text, **a) for a in _audio_values(cfg, gen)]
+    if main == "input_features":
+        out += _audio_features(cfg, gen, params)
+    if main == "input_values":
+        out += _audio_values(cfg, gen)
+    p = _cfg_get(cfg, "patch_size", default=16)
+    p = p[0] if isinstance(p, (list, tuple)) else p
+    ch = _cfg_get(cfg, "num_channels", default=3)
+    g = 4
+    if "spatial_shapes" in params or "pixel_position_ids" in params:
+        c = {"pixel_values": torch.randn(BATCH, g * g, ch * p * p, generator=gen)}
+        yx = torch.stack(torch.meshgrid(torch.arange(g), torch.arange(g), indexing="ij"), -1).reshape(-1, 2)
+        if "spatial_shapes" in params:
+            c["spatial_shapes"] = torch.tensor([[g, g]] * BATCH)
+            c["pixel_attention_mask"] = torch.ones(BATCH, g * g, dtype=torch.long)
+        if "pixel_position_ids" in params:
+            c["pixel_position_ids"] = yx.unsqueeze(0).repeat(BATCH, 1, 1)
+        out += [c, dict(text, **c)] if "input_ids" in params else [c]
+    for c in cands:
+        pv = c.get("pixel_values")
+        if not isinstance(pv, torch.Tensor) or pv.dim() != 4:
+            continue
+        if _cfg_get(cfg, "keypoint_detector_config") is not None or "MatchingOutput" in str(
+                inspect.signature(model.forward).return_annotation):
+            out.append(dict(c, pixel_values=torch.stack([pv, pv.flip(-1)], 1)))
+        if "prompt_pixel_values" in c:
+            h = pv.shape[-2] // 2
+            out.append({k: (v[..., :h, :] if isinstance(v, torch.Tensor) and v.dim() == 4 else v)
+                        for k, v in c.items()})
+        if "image_embeds_position_mask" in params and "input_ids" in c:
+            n = _cfg_get(cfg, "latent_query_num", default=4)
+            n = n if isinstance(n, int) else 4
+            ids2 = c["input_ids"].repeat(1, (n + 4) // c["input_ids"].shape[1] + 1)[:, : n + 4]
+            m = torch.zeros_like(ids2)
+            m[:, 1: 1 + n] = 1
+            out.append(dict(c, input_ids=ids2, attention_mask=torch.ones_like(ids2), image_embeds_position_mask=m))
+        break
+    q = _cfg_get(cfg, "question_token_id")
+    if "question_positions" in params and isinstance(q, int):
+        i2 = ids.clone()
+        i2[:, 1] = q
+        out.append(dict(text, input_ids=i2))
+    ncb = _cfg_get(cfg, "num_codebooks")
+    if "decoder_input_ids" in params:
+        dec_cfg = getattr(cfg, "decoder", None) or getattr(cfg, "text_config", None) or cfg
+        for c in cands:
+            if "decoder_input_ids" in c and "input_ids" in c:
+                if isinstance(ncb, int) and ncb > 1:
+                    d = text_ids(dec_cfg, (BATCH * ncb, 4), gen)
+                else:
+                    d = text_ids(dec_cfg, tuple(c["input_ids"].shape), gen)
+                out.append(dict(c, decoder_input_ids=d))
+                break
+    if main == "pixel_values_videos" and "input_ids" in params:
+        out += [dict(c, **text) for c in cands if "pixel_values_videos" in c]
+    extra = {}
+    for k, prm in params.items():
+        if k.endswith("_embeds") and prm.default is inspect.Parameter.empty:
+            w = _cfg_get(cfg, "hidden_size", default=HIDDEN)
+            extra[k] = torch.randn(BATCH, 4, w, generator=gen)
+    if "encoder_hidden_states" in params and "query_embeds" in (cands[0] if cands else {}):
+        w = _cfg_get(cfg, "encoder_hidden_size", default=HIDDEN)
+        extra["encoder_hidden_states"] = torch.randn(BATCH, 4, w, generator=gen)
+    if extra:
+        out += [dict(c, **extra) for c in cands]
+    if "attention_mask" in params:
+        out += [{k: v for k, v in c.items() if k != "attention_mask"} for c in cands
+                if "attention_mask" in c and "input_ids" in c][:1]
+    return out
 
 
 def n_params_meta(cls, cfg):
