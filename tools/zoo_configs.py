@@ -332,7 +332,9 @@ def _fit_mrope(d):
             w // h if isinstance(w, int) and isinstance(h, int) and h else None)
         if not isinstance(hd, int):
             continue
-        target = hd // 2
+        # the rotated share of the head (GLM-4V-MoE rotates half of it)
+        prf = rp.get("partial_rotary_factor", d.get("partial_rotary_factor"))
+        target = int(hd * prf) // 2 if isinstance(prf, (int, float)) and 0 < prf < 1 else hd // 2
         if sum(sec) == target or target < len(sec):
             continue
         new = [max(1, round(x * target / sum(sec))) for x in sec]
@@ -566,6 +568,21 @@ def _grid_image(cfg, gen):
     return patches, grid, GRID * GRID // (m * m)
 
 
+def _single_frame_patches(cfg, c, key):
+    """Vision towers of still images (no temporal patch: Cosmos 3 Edge,
+    HY-V4-VL, GLM-Image, Kimi K2.5, PaddleOCR-VL): the grid's patches
+    channels * patch * patch wide, flat, as (patches, c, p, p), or
+    (1, patches, c, p, p)."""
+    vc = getattr(cfg, "vision_config", None) or cfg
+    p = getattr(vc, "patch_size", None) or 14
+    p = p[0] if isinstance(p, (list, tuple)) else p
+    ch = getattr(vc, "in_channels", None) or getattr(vc, "num_channels", None) or 3
+    n = c[key].shape[0]
+    flat = torch.randn(n, ch * p * p, generator=torch.Generator().manual_seed(3))
+    return [dict(c, **{key: flat}), dict(c, **{key: flat.view(n, ch, p, p)}),
+            dict(c, **{key: flat.view(1, n, ch, p, p)})]
+
+
 def _with_image_tokens(cfg, ids, n):
     """Text ids with one image per row: [start] n image tokens [end]."""
     img = _cfg_get(cfg, "image_token_id", "image_token_index")
@@ -662,7 +679,7 @@ def make_inputs(model, cfg, family, seed=0):
         if "merge_sizes" in params:
             m = _cfg_get(cfg, "spatial_merge_size", default=1)
             c["merge_sizes"] = torch.tensor([m] * BATCH)
-        return [c]
+        return [c] + _single_frame_patches(cfg, c, key)
     if main == "input_ids" or (main not in params and "input_ids" in params):
         shape = (BATCH, 2, SEQ) if family == "MODEL_FOR_MULTIPLE_CHOICE" else (BATCH, SEQ)
         ids = text_ids(cfg, shape, gen)
@@ -681,8 +698,12 @@ def make_inputs(model, cfg, family, seed=0):
         fr = _cfg_get(cfg, "frames_per_clip", "num_frames", default=4)
         fr = fr if isinstance(fr, int) and 0 < fr <= 32 else 4
         img = _image(cfg, gen)
-        return [{"pixel_values_videos": img.unsqueeze(1).repeat(1, fr, 1, 1, 1)
-                 + 0.1 * torch.randn((BATCH, fr) + tuple(img.shape[1:]), generator=gen)}]
+        c = {"pixel_values_videos": img.unsqueeze(1).repeat(1, fr, 1, 1, 1)
+             + 0.1 * torch.randn((BATCH, fr) + tuple(img.shape[1:]), generator=gen)}
+        # video + text (VideoPrism CLIP): with token ids as well
+        ids = text_ids(cfg, (BATCH, SEQ), torch.Generator().manual_seed(3))
+        return [c] + ([dict(c, input_ids=ids, attention_mask=torch.ones_like(ids))]
+                      if "input_ids" in params else [])
     elif main == "inputs":
         # Perceiver: whatever its preprocessor takes, token ids or an image
         w = _cfg_get(cfg, "d_model", default=HIDDEN)
@@ -818,11 +839,16 @@ def _audio_features(cfg, gen, params):
     2 * n_window); each with its frame mask where the forward takes one."""
     mels = _cfg_get(cfg, "num_mel_bins", "input_feat_per_channel", "feature_size", default=80)
     out = []
+    src = _cfg_get(cfg, "max_source_positions")
+    if isinstance(src, int) and src <= 1500:
+        out.append(torch.randn(BATCH, mels, 2 * src, generator=gen))  # Whisper-style, with its mask
     for m in sorted({mels, 128}):
         out += [torch.randn(BATCH, m, 64, generator=gen), torch.randn(BATCH, 64, m, generator=gen)]
     stack = _cfg_get(cfg, "num_stacked_frames")
     if isinstance(stack, int) and stack > 1:
         out.append(torch.randn(BATCH, 64, mels * stack, generator=gen))
+    # spectrogram images (CLAP's audio tower: (batch, 1, frames, mels))
+    out.append(torch.randn(BATCH, 1, 64, mels, generator=gen))
     win = _cfg_get(cfg, "n_window")
     if isinstance(win, int) and 0 < win <= 512:
         out.append(torch.randn(BATCH, mels, 2 * win, generator=gen))
@@ -831,7 +857,7 @@ def _audio_features(cfg, gen, params):
         c = {"input_features": f}
         if "input_features_mask" in params:
             # the mask runs along the frames: the last dim of (batch, mels, frames)
-            n = f.shape[-1] if f.shape[1] in (mels, 128) and f.shape[-1] not in (mels, 128) else f.shape[1]
+            n = f.shape[-1] if f.shape[1] in (mels, 128) and f.shape[-1] not in (mels, 128) else f.shape[-2]
             c["input_features_mask"] = torch.ones(BATCH, n, dtype=torch.long)
         cands.append(c)
     return cands
