@@ -470,6 +470,9 @@ OVERRIDES: dict = {
     "dpt": {"num_hidden_layers": 4, "backbone_out_indices": [0, 1, 2, 3]},
     # EfficientNet-B7's widths and depths: scaled down
     "efficientnet": {"width_coefficient": 0.25, "depth_coefficient": 0.25, "hidden_dim": 320},
+    # Bros derives its 1-d box sinusoid width as hidden_size // 4 // dim_bbox
+    # (8 coordinates): 32 gives 1, whose half is 0; 64 gives 2
+    "bros": {"hidden_size": 2 * HIDDEN},
     # BLIP-2 / InstructBLIP: no image token by default (inputs put
     # num_query_tokens of it in the text)
     "blip-2": {"image_token_index": VOCAB - 2},
