@@ -667,7 +667,15 @@ def make_inputs(model, cfg, family, seed=0):
     complete first: the harness uses the first one CPU's forward accepts.
     Raises LookupError when it knows no recipe for the main input."""
     gen = torch.Generator().manual_seed(seed)
+    if getattr(type(model).forward, "__name__", "") == "_forward_unimplemented":
+        # Bark, GLM-Image's VQ-VAE: containers of sub-models, used through
+        # generate / encode / decode; there is no forward to compare
+        raise LookupError("the class has no forward of its own (nn.Module's unimplemented one)")
     params = inspect.signature(model.forward).parameters
+    p = params.get("inference_session")
+    if p is not None and p.default is inspect.Parameter.empty:
+        # SAM 3 video models: forward steps a video-tracking session object
+        raise LookupError("forward takes a video inference session object (inference_session), not tensors")
     main = getattr(model, "main_input_name", "input_ids")
     if isinstance(main, (list, tuple)):
         # several main inputs (OneFormer: pixel_values and task_inputs): the
