@@ -204,6 +204,9 @@ def _shrink_dict(d, depth=0):
         # ResNet-style stage widths; not for group-norm models (BiT's
         # bottlenecks of a quarter width need 32 groups to divide them)
         d["hidden_sizes"] = [min(x, 32 * 2 ** i) for i, x in enumerate(v)]
+        if d.get("stem_out_channels") == v[0]:
+            # TextNet: the stem's output is the first stage's width
+            d["stem_out_channels"] = d["hidden_sizes"][0]
     # per-stage head counts (Swin, SegFormer/GLPN) must divide the stage
     # widths: hidden_sizes[i], or embed_dim * 2**i for Swin-style stages
     for k in ("num_heads", "num_attention_heads"):
