@@ -103,3 +103,9 @@ def test_text_ids_fit_a_composite_configs_smallest_vocabulary():
     cfg = zc.tiny_config("DiaModel", "dia")
     ids = zc.text_ids(cfg, (2, 64), torch.Generator().manual_seed(0))
     assert ids.max().item() < cfg.encoder_config.vocab_size
+
+
+def test_textnet_stem_follows_the_first_stage_width():
+    d = {"stem_out_channels": 64, "hidden_sizes": [64, 64, 128, 256, 512], "depths": [3, 4, 4, 4]}
+    zc._shrink_dict(d)
+    assert d["stem_out_channels"] == d["hidden_sizes"][0] < 64
