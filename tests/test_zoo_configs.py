@@ -79,17 +79,6 @@ def test_sam_neck_and_prompt_encoder_follow_the_mask_decoder():
     assert d["prompt_encoder_config"]["image_embedding_size"] == 64 // 16
 
 
-def test_mrope_section_fits_a_partial_rotary_head():
-    zc._MROPE_TYPES.clear()
-    try:
-        d = {"model_type": "x", "hidden_size": 32, "num_attention_heads": 4, "head_dim": 16,
-             "partial_rotary_factor": 0.5, "rope_parameters": {"mrope_section": [8, 12, 12]}}
-        zc._fit_mrope(d)
-        assert sum(d["rope_parameters"]["mrope_section"]) == 16 * 0.5 // 2
-    finally:
-        zc._MROPE_TYPES.clear()
-
-
 def test_expert_count_per_token_and_groups_shrink():
     d = {"num_experts": 256, "num_experts_per_token": 8, "num_expert_group": 8, "topk_group": 4}
     zc._shrink_dict(d)

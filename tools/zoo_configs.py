@@ -10,6 +10,7 @@ defaults and weights are random.
 
 from __future__ import annotations
 
+import copy
 import inspect
 import math
 
@@ -335,9 +336,7 @@ def _fit_mrope(d):
             w // h if isinstance(w, int) and isinstance(h, int) and h else None)
         if not isinstance(hd, int):
             continue
-        # the rotated share of the head (GLM-4V-MoE rotates half of it)
-        prf = rp.get("partial_rotary_factor", d.get("partial_rotary_factor"))
-        target = int(hd * prf) // 2 if isinstance(prf, (int, float)) and 0 < prf < 1 else hd // 2
+        target = hd // 2
         if sum(sec) == target or target < len(sec):
             continue
         new = [max(1, round(x * target / sum(sec))) for x in sec]
@@ -409,16 +408,25 @@ def _shrink(cfg, pre=None):
     _MROPE_TYPES.clear()
     _MROPE_TYPES.update(_mrope_types(cfg))
     d = _shrink_dict(cfg.to_dict())
+    kept = copy.deepcopy(d)
     _drop_stale_derived(d, _derived_ints(cfg))
-    for k in ("transformers_version", "architectures", "_name_or_path"):
-        d.pop(k, None)
-    for k, v in (pre or {}).items():
-        if isinstance(v, dict) and isinstance(d.get(k), dict):
-            d[k].update(v)  # a sub-config: its attributes
-        else:
-            d[k] = v
+    for dd in (d, kept):
+        for k in ("transformers_version", "architectures", "_name_or_path"):
+            dd.pop(k, None)
+        for k, v in copy.deepcopy(pre or {}).items():
+            if isinstance(v, dict) and isinstance(dd.get(k), dict):
+                dd[k].update(v)  # a sub-config: its attributes
+            else:
+                dd[k] = v
     labels = getattr(cfg, "num_labels", None)
-    cfg = type(cfg).from_dict(d)
+    try:
+        new = type(cfg).from_dict(d)
+    except Exception:  # noqa: BLE001
+        # a dropped value the parent config propagates into its sub-config
+        # and then validates (NemotronH Omni's video_temporal_patch_size):
+        # the shrunk dict with the derived values kept
+        new = type(cfg).from_dict(kept)
+    cfg = new
     if isinstance(labels, int) and getattr(cfg, "num_labels", labels) != labels:
         # from_dict gave BART 2 labels where its default is 3; save_pretrained
         # then writes none, and the reloaded head has 3 outputs again
