@@ -143,3 +143,49 @@ def test_model_built_from_a_sub_config_gets_it():
     assert zc._model_config_class("Llama4ForConditionalGeneration", "llama4") is None
     # another model type's config (Llama listed under "exaone") is left alone
     assert zc._model_config_class("LlamaForCausalLM", "exaone") is None
+
+
+def test_stale_derived_widths_are_derived_again_from_the_shrunk_config():
+    # Zamba 2's __post_init__ derives its head widths and its hybrid layer
+    # ids from the full size; to_dict() stores them, so the shrink drops them
+    cfg = zc.tiny_config("Zamba2Model", "zamba2")
+    assert cfg.mamba_headdim == int(cfg.mamba_expand * cfg.hidden_size) // cfg.n_mamba_heads
+    assert cfg.attention_hidden_size == 2 * cfg.hidden_size
+    assert all(i < cfg.num_hidden_layers for i in cfg.hybrid_layer_ids)
+    # a value the shrink changed is kept, an unchanged derived one dropped
+    d = {"a": 5, "b": 7, "sub": {"c": [6, 12]}}
+    zc._drop_stale_derived(d, {(): {"a": 5, "b": 8}, ("sub",): {"c": [6, 12]}})
+    assert d == {"b": 7, "sub": {}}
+
+
+def test_sam_neck_and_prompt_encoder_follow_the_mask_decoder():
+    d = {"vision_config": {"hidden_size": 32, "output_channels": 256, "num_pos_feats": 128,
+                           "image_size": 64, "patch_size": 16},
+         "prompt_encoder_config": {"hidden_size": 256, "image_size": 1024, "patch_size": 16,
+                                   "image_embedding_size": 64},
+         "mask_decoder_config": {"hidden_size": 32}}
+    zc._fit_sam(d)
+    assert d["vision_config"]["output_channels"] == 32 and d["vision_config"]["num_pos_feats"] == 16
+    assert d["prompt_encoder_config"]["hidden_size"] == 32
+    assert d["prompt_encoder_config"]["image_embedding_size"] == 64 // 16
+
+
+def test_expert_count_per_token_and_groups_shrink():
+    d = {"num_experts": 256, "num_experts_per_token": 8, "num_expert_group": 8, "topk_group": 4}
+    zc._shrink_dict(d)
+    assert d["num_experts_per_token"] <= d["num_experts"]
+    assert d["num_experts"] % d["num_expert_group"] == 0
+
+
+def test_text_ids_fit_a_composite_configs_smallest_vocabulary():
+    import torch
+
+    cfg = zc.tiny_config("DiaModel", "dia")
+    ids = zc.text_ids(cfg, (2, 64), torch.Generator().manual_seed(0))
+    assert ids.max().item() < cfg.encoder_config.vocab_size
+
+
+def test_textnet_stem_follows_the_first_stage_width():
+    d = {"stem_out_channels": 64, "hidden_sizes": [64, 64, 128, 256, 512], "depths": [3, 4, 4, 4]}
+    zc._shrink_dict(d)
+    assert d["stem_out_channels"] == d["hidden_sizes"][0] < 64

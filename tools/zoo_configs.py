@@ -73,8 +73,8 @@ _SHRINK_INT = {
     "num_key_value_heads": KV_HEADS, "n_kv_heads": KV_HEADS, "num_kv_heads": KV_HEADS,
     # mixture of experts
     "num_experts": EXPERTS, "num_local_experts": EXPERTS, "n_routed_experts": EXPERTS,
-    "num_experts_per_tok": 2, "moe_topk": 2, "n_shared_experts": 1, "num_shared_experts": 1,
-    "first_k_dense_replace": 1, "n_group": 1, "topk_group": 1,
+    "num_experts_per_tok": 2, "num_experts_per_token": 2, "moe_topk": 2, "n_shared_experts": 1, "num_shared_experts": 1,
+    "first_k_dense_replace": 1, "n_group": 1, "num_expert_group": 1, "topk_group": 1,
     # vocabulary / positions
     "vocab_size": VOCAB, "max_position_embeddings": 512, "n_positions": 512,
     # state-space layers (Mamba-2 style: heads x head dim = expand x hidden)
@@ -89,6 +89,8 @@ _SHRINK_INT = {
     "text_hidden_size": HIDDEN, "condition_dim": HIDDEN, "audio_hidden_size": HIDDEN,
     "adapter_in_dim": HIDDEN, "adapter_input_size": HIDDEN,
     "adapter_out_dim": HIDDEN, "rotary_dim": HIDDEN // HEADS,
+    # a decoder's cross-attention reads its encoder's (shrunk) width (Dia)
+    "cross_hidden_size": HIDDEN,
     # secondary vocabularies (LUKE's entities, Gemma 4's per-layer embeddings)
     "entity_vocab_size": VOCAB, "entity_emb_size": HIDDEN, "vocab_size_per_layer_input": VOCAB,
     # a head narrower than the (padded) embedding: Inkling 2's unpadded_vocab_size
@@ -207,6 +209,9 @@ def _shrink_dict(d, depth=0):
         # ResNet-style stage widths; not for group-norm models (BiT's
         # bottlenecks of a quarter width need 32 groups to divide them)
         d["hidden_sizes"] = [min(x, 32 * 2 ** i) for i, x in enumerate(v)]
+        if d.get("stem_out_channels") == v[0]:
+            # TextNet: the stem's output is the first stage's width
+            d["stem_out_channels"] = d["hidden_sizes"][0]
     # per-stage head counts (Swin, SegFormer/GLPN) must divide the stage
     # widths: hidden_sizes[i], or embed_dim * 2**i for Swin-style stages
     for k in ("num_heads", "num_attention_heads"):
@@ -284,6 +289,7 @@ def _shrink_dict(d, depth=0):
     for k, sub in d.items():
         if isinstance(sub, dict) and "model_type" in sub and depth < 3:
             _shrink_dict(sub, depth + 1)
+    _fit_sam(d)
     # token ids (and id offsets) above the shrunk vocabulary move to its top
     vocab = _vocab(d)
     if isinstance(vocab, int):
@@ -365,6 +371,28 @@ def _fit_rope_per_type(d):
             rp[t] = dict(rp[per_type[0]]) if per_type else {"rope_type": "default", "rope_theta": 10000.0}
 
 
+def _fit_sam(d):
+    """SAM-style models (a vision encoder, a prompt encoder and a mask
+    decoder): the vision neck's output_channels and the prompt encoder's
+    width are the mask decoder's (shrunk) width, and the prompt encoder's
+    image_embedding_size is the vision encoder's patch grid."""
+    v, pe, md = (d.get(k) for k in ("vision_config", "prompt_encoder_config", "mask_decoder_config"))
+    if not all(isinstance(x, dict) for x in (v, pe, md)) or not isinstance(md.get("hidden_size"), int):
+        return
+    w = md["hidden_size"]
+    if isinstance(v.get("output_channels"), int):
+        v["output_channels"] = w
+    if isinstance(v.get("num_pos_feats"), int):
+        v["num_pos_feats"] = w // 2  # the random-Fourier positional embedding: sin and cos halves
+    if isinstance(pe.get("hidden_size"), int):
+        pe["hidden_size"] = w
+    img, p = v.get("image_size"), v.get("patch_size")
+    if isinstance(img, int) and isinstance(p, int) and p > 0:
+        for k, x in (("image_size", img), ("patch_size", p), ("image_embedding_size", img // p)):
+            if k in pe:
+                pe[k] = x
+
+
 def _fit_mrope(d):
     """Multimodal rotary sections (Qwen2-VL style: time, height, width) must
     sum to half the rotated head: rescaled to the shrunk head."""
@@ -409,21 +437,73 @@ def _mrope_types(cfg, depth=0):
     return out
 
 
+def _int_or_ints(v):
+    if isinstance(v, list):
+        return bool(v) and all(isinstance(x, int) and not isinstance(x, bool) for x in v)
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _derived_ints(cfg, depth=0):
+    """{path: {attribute: value}} of the integers (and lists of them)
+    cfg's __post_init__ computed (a dataclass field whose declared default is None, holding an
+    int): Zamba 2's attention and mamba head widths, RWKV's attention width,
+    HRM's per-stack depth; or an attribute that is no field at all, set by
+    __post_init__ (Zamba 2's mamba_headdim, and its hybrid_layer_ids that
+    index the full-depth layers). to_dict() stores them, so the shrunk dict would
+    carry the full-size values back; where the shrink left one unchanged it
+    is dropped and the config derives it again from the shrunk widths."""
+    import dataclasses
+
+    out = {}
+    if dataclasses.is_dataclass(cfg):
+        fields = {f.name: f for f in dataclasses.fields(cfg)}
+        own = {k: v for k, v in vars(cfg).items() if _int_or_ints(v) and not k.startswith("_")
+               and (k not in fields or (fields[k].default is None
+                                        and fields[k].default_factory is dataclasses.MISSING))}
+        if own:
+            out[()] = own
+    if depth < 3:
+        for k, sub in _sub_configs(cfg):
+            out.update({(k,) + p: v for p, v in _derived_ints(sub, depth + 1).items()})
+    return out
+
+
+def _drop_stale_derived(d, derived):
+    for path, own in derived.items():
+        holder = d
+        for k in path:
+            holder = holder.get(k) if isinstance(holder, dict) else None
+        if isinstance(holder, dict):
+            for k, v in own.items():
+                if holder.get(k) == v and not k.endswith(("_token_id", "_token_index")):
+                    del holder[k]
+
+
 def _shrink(cfg, pre=None, wide=False):
     _MROPE_TYPES.clear()
     _MROPE_TYPES.update(_mrope_types(cfg))
     d = _shrink_dict(cfg.to_dict())
     if wide:
         _shrink_widths(d)
-    for k in ("transformers_version", "architectures", "_name_or_path"):
-        d.pop(k, None)
-    for k, v in (pre or {}).items():
-        if isinstance(v, dict) and isinstance(d.get(k), dict):
-            d[k].update(v)  # a sub-config: its attributes
-        else:
-            d[k] = v
+    kept = copy.deepcopy(d)
+    _drop_stale_derived(d, _derived_ints(cfg))
+    for dd in (d, kept):
+        for k in ("transformers_version", "architectures", "_name_or_path"):
+            dd.pop(k, None)
+        for k, v in copy.deepcopy(pre or {}).items():
+            if isinstance(v, dict) and isinstance(dd.get(k), dict):
+                dd[k].update(v)  # a sub-config: its attributes
+            else:
+                dd[k] = v
     labels = getattr(cfg, "num_labels", None)
-    cfg = type(cfg).from_dict(d)
+    try:
+        new = type(cfg).from_dict(d)
+    except Exception:  # noqa: BLE001
+        # a dropped value the parent config propagates into its sub-config
+        # and then validates (NemotronH Omni's video_temporal_patch_size):
+        # the shrunk dict with the derived values kept
+        new = type(cfg).from_dict(kept)
+    cfg = new
     if isinstance(labels, int) and getattr(cfg, "num_labels", labels) != labels:
         # from_dict gave BART 2 labels where its default is 3; save_pretrained
         # then writes none, and the reloaded head has 3 outputs again
@@ -573,6 +653,9 @@ OVERRIDES: dict = {
     "dpt": {"num_hidden_layers": 4, "backbone_out_indices": [0, 1, 2, 3]},
     # EfficientNet-B7's widths and depths: scaled down
     "efficientnet": {"width_coefficient": 0.25, "depth_coefficient": 0.25, "hidden_dim": 320},
+    # Bros derives its 1-d box sinusoid width as hidden_size // 4 // dim_bbox
+    # (8 coordinates): 32 gives 1, whose half is 0; 64 gives 2
+    "bros": {"hidden_size": 2 * HIDDEN},
     # BLIP-2 / InstructBLIP: no image token by default (inputs put
     # num_query_tokens of it in the text)
     "blip-2": {"image_token_index": VOCAB - 2},
@@ -716,7 +799,13 @@ def special_ids(cfg):
 
 
 def text_ids(cfg, shape, gen):
-    vocab = getattr(cfg, "vocab_size", None) or getattr(getattr(cfg, "text_config", None), "vocab_size", None) or VOCAB
+    vocab = getattr(cfg, "vocab_size", None) or getattr(getattr(cfg, "text_config", None), "vocab_size", None)
+    if not isinstance(vocab, int):
+        # composite configs without a text_config (Dia's encoder_config of 256
+        # byte ids, FastSpeech 2's model_config): the smallest vocabulary of
+        # its sub-configs, whose ids then embed in every one of them
+        subs = [getattr(s, "vocab_size", None) for _, s in _sub_configs(cfg)]
+        vocab = min([v for v in subs if isinstance(v, int) and v > 0] or [VOCAB])
     hi = max(8, min(vocab, VOCAB) - 16)
     ids = torch.randint(4, hi, shape, generator=gen)
     for s in special_ids(cfg):
@@ -765,6 +854,21 @@ def _grid_image(cfg, gen):
     grid = torch.tensor([[1, GRID, GRID]] * BATCH)
     patches = torch.randn(BATCH * GRID * GRID, ch * t * p * p, generator=gen)
     return patches, grid, GRID * GRID // (m * m)
+
+
+def _single_frame_patches(cfg, c, key):
+    """Vision towers of still images (no temporal patch: Cosmos 3 Edge,
+    HY-V4-VL, GLM-Image, Kimi K2.5, PaddleOCR-VL): the grid's patches
+    channels * patch * patch wide, flat, as (patches, c, p, p), or
+    (1, patches, c, p, p)."""
+    vc = getattr(cfg, "vision_config", None) or cfg
+    p = getattr(vc, "patch_size", None) or 14
+    p = p[0] if isinstance(p, (list, tuple)) else p
+    ch = getattr(vc, "in_channels", None) or getattr(vc, "num_channels", None) or 3
+    n = c[key].shape[0]
+    flat = torch.randn(n, ch * p * p, generator=torch.Generator().manual_seed(3))
+    return [dict(c, **{key: flat}), dict(c, **{key: flat.view(n, ch, p, p)}),
+            dict(c, **{key: flat.view(1, n, ch, p, p)})]
 
 
 def _with_image_tokens(cfg, ids, n):
@@ -848,7 +952,15 @@ def make_inputs(model, cfg, family, seed=0):
     complete first: the harness uses the first one CPU's forward accepts.
     Raises LookupError when it knows no recipe for the main input."""
     gen = torch.Generator().manual_seed(seed)
+    if getattr(type(model).forward, "__name__", "") == "_forward_unimplemented":
+        # Bark, GLM-Image's VQ-VAE: containers of sub-models, used through
+        # generate / encode / decode; there is no forward to compare
+        raise LookupError("the class has no forward of its own (nn.Module's unimplemented one)")
     params = inspect.signature(model.forward).parameters
+    p = params.get("inference_session")
+    if p is not None and p.default is inspect.Parameter.empty:
+        # SAM 3 video models: forward steps a video-tracking session object
+        raise LookupError("forward takes a video inference session object (inference_session), not tensors")
     main = getattr(model, "main_input_name", "input_ids")
     if isinstance(main, (list, tuple)):
         # several main inputs (OneFormer: pixel_values and task_inputs): the
@@ -863,7 +975,7 @@ def make_inputs(model, cfg, family, seed=0):
         if "merge_sizes" in params:
             m = _cfg_get(cfg, "spatial_merge_size", default=1)
             c["merge_sizes"] = torch.tensor([m] * BATCH)
-        return [c]
+        return [c] + _single_frame_patches(cfg, c, key)
     if main == "input_ids" or (main not in params and "input_ids" in params):
         shape = (BATCH, 2, SEQ) if family == "MODEL_FOR_MULTIPLE_CHOICE" else (BATCH, SEQ)
         ids = text_ids(cfg, shape, gen)
@@ -882,8 +994,12 @@ def make_inputs(model, cfg, family, seed=0):
         fr = _cfg_get(cfg, "frames_per_clip", "num_frames", default=4)
         fr = fr if isinstance(fr, int) and 0 < fr <= 32 else 4
         img = _image(cfg, gen)
-        return [{"pixel_values_videos": img.unsqueeze(1).repeat(1, fr, 1, 1, 1)
-                 + 0.1 * torch.randn((BATCH, fr) + tuple(img.shape[1:]), generator=gen)}]
+        c = {"pixel_values_videos": img.unsqueeze(1).repeat(1, fr, 1, 1, 1)
+             + 0.1 * torch.randn((BATCH, fr) + tuple(img.shape[1:]), generator=gen)}
+        # video + text (VideoPrism CLIP): with token ids as well
+        ids = text_ids(cfg, (BATCH, SEQ), torch.Generator().manual_seed(3))
+        return [c] + ([dict(c, input_ids=ids, attention_mask=torch.ones_like(ids))]
+                      if "input_ids" in params else [])
     elif main == "inputs":
         # Perceiver: whatever its preprocessor takes, token ids or an image
         w = _cfg_get(cfg, "d_model", default=HIDDEN)
@@ -1053,7 +1169,152 @@ def make_inputs(model, cfg, family, seed=0):
         # (BART's) derive them from input_ids and want the same length;
         # others (BLIP's question answering) may need them: with, then without
         cands = with_dec + cands
+    # recipes keyed by what the forward or the config asks for beyond the
+    # generic ones; tried last, so a model an earlier candidate fits keeps it
+    return cands + _keyed_inputs(model, cfg, params, main, cands)
+
+
+def _audio_features(cfg, gen, params):
+    """input_features beyond (batch, mels, frames) and (batch, 64, mels):
+    128 mel bins (Gemma 4's audio tower reads 128 whatever its config says),
+    low-frame-rate stacks of num_stacked_frames frames (Fun-ASR), frame
+    counts that are a multiple of the encoder's window pair (Qwen3-ASR's
+    2 * n_window); each with its frame mask where the forward takes one."""
+    mels = _cfg_get(cfg, "num_mel_bins", "input_feat_per_channel", "feature_size", default=80)
+    out = []
+    src = _cfg_get(cfg, "max_source_positions")
+    if isinstance(src, int) and src <= 1500:
+        out.append(torch.randn(BATCH, mels, 2 * src, generator=gen))  # Whisper-style, with its mask
+    for m in sorted({mels, 128}):
+        out += [torch.randn(BATCH, m, 64, generator=gen), torch.randn(BATCH, 64, m, generator=gen)]
+    stack = _cfg_get(cfg, "num_stacked_frames")
+    if isinstance(stack, int) and stack > 1:
+        out.append(torch.randn(BATCH, 64, mels * stack, generator=gen))
+    # spectrogram images (CLAP's audio tower: (batch, 1, frames, mels))
+    out.append(torch.randn(BATCH, 1, 64, mels, generator=gen))
+    win = _cfg_get(cfg, "n_window")
+    if isinstance(win, int) and 0 < win <= 512:
+        out.append(torch.randn(BATCH, mels, 2 * win, generator=gen))
+    cands = []
+    for f in out:
+        c = {"input_features": f}
+        if "input_features_mask" in params:
+            # the mask runs along the frames: the last dim of (batch, mels, frames)
+            n = f.shape[-1] if f.shape[1] in (mels, 128) and f.shape[-1] not in (mels, 128) else f.shape[-2]
+            c["input_features_mask"] = torch.ones(BATCH, n, dtype=torch.long)
+        cands.append(c)
     return cands
+
+
+def _audio_values(cfg, gen):
+    """input_values whose length the encoder's patching divides (MuseSpark's
+    audio tower: a multiple of its patch sizes' product), then one second."""
+    out = []
+    ps = _cfg_get(cfg, "patch_sizes")
+    if isinstance(ps, list) and ps and all(isinstance(x, int) and x > 0 for x in ps):
+        n = math.prod(ps)
+        out.append(torch.randn(BATCH, n * max(1, 1600 // n), generator=gen))
+    out += [torch.randn(BATCH, 16000, generator=gen), torch.randn(BATCH, 1, 16000, generator=gen)]
+    return [{"input_values": v} for v in out]
+
+
+def _keyed_inputs(model, cfg, params, main, cands):
+    """More candidates, each keyed by a forward argument or a config field:
+    - text + audio models (CLAP, CLVP, Voxtral Realtime, PE Audio): token ids
+      with the audio features or samples the forward also takes;
+    - audio encoders: the feature layouts of _audio_features/_audio_values;
+    - patchified images (SigLIP 2's spatial_shapes, Gemma 4's
+      pixel_position_ids): (batch, patches, channels * patch**2) and the grid;
+    - image pairs (SuperGlue, LightGlue: (batch, 2, channels, h, w));
+    - SegGPT: the prompt and the image stack along the height, half each;
+    - Kosmos-2: the text positions the image embeddings take;
+    - Splinter's pretraining head: a question token per row;
+    - MusicGen: decoder ids per codebook, (batch * codebooks, length);
+    - decoder ids as long as the input ids (T5's sequence classifier masks
+      the decoder output with the input's eos positions);
+    - video + text (VideoPrism CLIP), Q-Former cross-attention inputs (BLIP-2),
+      and required *_embeds inputs (PI0's action_embeds): random at the width;
+    - token ids without their attention mask (Doge, whose mask path needs
+      flex attention's BlockMask)."""
+    gen = torch.Generator().manual_seed(7)
+    out = []
+    ids = text_ids(cfg, (BATCH, SEQ), gen)
+    text = {"input_ids": ids}
+    if "attention_mask" in params:
+        text["attention_mask"] = torch.ones_like(ids)
+    if main == "input_ids" or "input_ids" in params:
+        if "input_features" in params:
+            out += [dict(text, **a) for a in _audio_features(cfg, gen, params)]
+        if "input_values" in params:
+            out += [dict(text, **a) for a in _audio_values(cfg, gen)]
+    if main == "input_features":
+        out += _audio_features(cfg, gen, params)
+    if main == "input_values":
+        out += _audio_values(cfg, gen)
+    p = _cfg_get(cfg, "patch_size", default=16)
+    p = p[0] if isinstance(p, (list, tuple)) else p
+    ch = _cfg_get(cfg, "num_channels", default=3)
+    g = 4
+    if "spatial_shapes" in params or "pixel_position_ids" in params:
+        c = {"pixel_values": torch.randn(BATCH, g * g, ch * p * p, generator=gen)}
+        yx = torch.stack(torch.meshgrid(torch.arange(g), torch.arange(g), indexing="ij"), -1).reshape(-1, 2)
+        if "spatial_shapes" in params:
+            c["spatial_shapes"] = torch.tensor([[g, g]] * BATCH)
+            c["pixel_attention_mask"] = torch.ones(BATCH, g * g, dtype=torch.long)
+        if "pixel_position_ids" in params:
+            c["pixel_position_ids"] = yx.unsqueeze(0).repeat(BATCH, 1, 1)
+        out += [c, dict(text, **c)] if "input_ids" in params else [c]
+    for c in cands:
+        pv = c.get("pixel_values")
+        if not isinstance(pv, torch.Tensor) or pv.dim() != 4:
+            continue
+        if _cfg_get(cfg, "keypoint_detector_config") is not None or "MatchingOutput" in str(
+                inspect.signature(model.forward).return_annotation):
+            out.append(dict(c, pixel_values=torch.stack([pv, pv.flip(-1)], 1)))
+        if "prompt_pixel_values" in c:
+            h = pv.shape[-2] // 2
+            out.append({k: (v[..., :h, :] if isinstance(v, torch.Tensor) and v.dim() == 4 else v)
+                        for k, v in c.items()})
+        if "image_embeds_position_mask" in params and "input_ids" in c:
+            n = _cfg_get(cfg, "latent_query_num", default=4)
+            n = n if isinstance(n, int) else 4
+            ids2 = c["input_ids"].repeat(1, (n + 4) // c["input_ids"].shape[1] + 1)[:, : n + 4]
+            m = torch.zeros_like(ids2)
+            m[:, 1: 1 + n] = 1
+            out.append(dict(c, input_ids=ids2, attention_mask=torch.ones_like(ids2), image_embeds_position_mask=m))
+        break
+    q = _cfg_get(cfg, "question_token_id")
+    if "question_positions" in params and isinstance(q, int):
+        i2 = ids.clone()
+        i2[:, 1] = q
+        out.append(dict(text, input_ids=i2))
+    ncb = _cfg_get(cfg, "num_codebooks")
+    if "decoder_input_ids" in params:
+        dec_cfg = getattr(cfg, "decoder", None) or getattr(cfg, "text_config", None) or cfg
+        for c in cands:
+            if "decoder_input_ids" in c and "input_ids" in c:
+                if isinstance(ncb, int) and ncb > 1:
+                    d = text_ids(dec_cfg, (BATCH * ncb, 4), gen)
+                else:
+                    d = text_ids(dec_cfg, tuple(c["input_ids"].shape), gen)
+                out.append(dict(c, decoder_input_ids=d))
+                break
+    if main == "pixel_values_videos" and "input_ids" in params:
+        out += [dict(c, **text) for c in cands if "pixel_values_videos" in c]
+    extra = {}
+    for k, prm in params.items():
+        if k.endswith("_embeds") and prm.default is inspect.Parameter.empty:
+            w = _cfg_get(cfg, "hidden_size", default=HIDDEN)
+            extra[k] = torch.randn(BATCH, 4, w, generator=gen)
+    if "encoder_hidden_states" in params and "query_embeds" in (cands[0] if cands else {}):
+        w = _cfg_get(cfg, "encoder_hidden_size", default=HIDDEN)
+        extra["encoder_hidden_states"] = torch.randn(BATCH, 4, w, generator=gen)
+    if extra:
+        out += [dict(c, **extra) for c in cands]
+    if "attention_mask" in params:
+        out += [{k: v for k, v in c.items() if k != "attention_mask"} for c in cands
+                if "attention_mask" in c and "input_ids" in c][:1]
+    return out
 
 
 def n_params_meta(cls, cfg):
