@@ -304,6 +304,15 @@ class ModeRuntime final : public Runtime {
     return inner_.to_device(data, type, device);
   }
 
+  // In every mode at once (a fill the op engine would otherwise have made
+  // a program for; Fused Eager keeps fills in its traces instead).
+  BufferRef filled(const hlo::TensorType& type, const void* element, int device) override {
+    RuntimeLock lock;
+    BufferRef b = inner_.filled(type, element, device);
+    track(device, {b});  // a transfer on an accelerator: synchronize waits for it
+    return b;
+  }
+
   void to_host(const BufferRef& buf, void* dst, size_t nbytes) override {
     BufferRef real;
     {
@@ -503,20 +512,12 @@ class ModeRuntime final : public Runtime {
   }
 
   // A buffer of `type` whose contents are never read: a recycled one, else
-  // a new one, zeros made on the device by a program cached per type (as
-  // cheap as XLA's own fresh output; a host upload would fault the memory
-  // in twice).
+  // a new one made on the host (Runtime::filled: no program per type to
+  // compile; on XLA:CPU its untouched pages cost nothing until the program
+  // writes them, as XLA's own fresh output would).
   BufferRef recycled_or_new(const hlo::TensorType& type, int device) {
     if (BufferRef b = take_recycled(type, device)) return b;
-    std::string key = std::to_string(device) + ':' + type.str();
-    auto it = zeros_.find(key);
-    if (it == zeros_.end()) {
-      hlo::Builder b;
-      std::string text = b.module_text({hlo::full(b, type.element, type.dims, 0)});
-      CompileNote note("(a buffer for fused results)", "");
-      it = zeros_.emplace(key, inner_.compile(text, device, "zeros " + type.str())).first;
-    }
-    return inner_.execute(*it->second, {}).at(0);
+    return inner_.filled(type, nullptr, device);
   }
 
   std::vector<BufferRef> defer_replay(const std::shared_ptr<const CapturedOps>& cops,
@@ -1057,7 +1058,6 @@ class ModeRuntime final : public Runtime {
   std::vector<std::vector<std::weak_ptr<DeviceBuffer>>> in_flight_;  // by device
   std::unordered_map<int, std::shared_ptr<Trace>> pending_;
   LruCache<ExecutableRef> fused_{256};
-  std::unordered_map<std::string, ExecutableRef> zeros_;  // recycled_or_new's programs, by device and type
   std::unordered_map<std::string, ExecutableRef> flag_programs_;  // first_failed's programs, by device and size
   std::unordered_map<int, BufferRef> passing_flags_;             // its padding, by device
   std::unique_ptr<Capture> capture_;
