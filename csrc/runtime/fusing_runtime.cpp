@@ -373,22 +373,28 @@ class ModeRuntime final : public Runtime {
   }
 
   // The first failed flag of `flags` (computed buffers of `device`): its
-  // position and value, or -1. One read of 16 bytes for one flag; more are
-  // reduced on the device, up to kFlagsPerRead in one small program, so a
-  // sync after n checking ops reads once, not n times.
+  // position and value, or -1. Up to kFlagsReadAlone flags are read one by
+  // one (16 bytes each); more are reduced on the device, up to
+  // kFlagsPerRead in one small program, so a sync after n checking ops
+  // reads once, not n times. A few reads cost tens of us; the program's
+  // compile, on the first sync of a process (a training step's few index
+  // checks), costs 0.2-0.5 s.
   static constexpr size_t kFlagsPerRead = 64;
+  static constexpr size_t kFlagsReadAlone = 4;
   std::pair<int64_t, int64_t> first_failed(const std::vector<BufferRef>& flags, int device) {
     for (size_t start = 0; start < flags.size(); start += kFlagsPerRead) {
       size_t n = std::min(kFlagsPerRead, flags.size() - start);
       int64_t v[2] = {0, 0};
-      if (n == 1) {
-        inner_.to_host(flags[start], v, sizeof(v));
-        if (v[0] != 0) return {static_cast<int64_t>(start), v[1]};
+      if (n <= kFlagsReadAlone) {
+        for (size_t i = start; i < start + n; ++i) {
+          inner_.to_host(flags[i], v, sizeof(v));
+          if (v[0] != 0) return {static_cast<int64_t>(i), v[1]};
+        }
         continue;
       }
-      // Padded with a flag that never fails to one of three sizes, so at most
-      // three programs are ever compiled per device.
-      int bucket = n <= 4 ? 4 : n <= 16 ? 16 : static_cast<int>(kFlagsPerRead);
+      // Padded with a flag that never fails to one of two sizes, so at most
+      // two programs are ever compiled per device.
+      int bucket = n <= 16 ? 16 : static_cast<int>(kFlagsPerRead);
       std::vector<BufferRef> args(flags.begin() + start, flags.begin() + start + n);
       args.resize(bucket, passing_flag(device));
       auto out = inner_.execute(*flags_program(bucket, device), args);
