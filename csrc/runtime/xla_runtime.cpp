@@ -20,6 +20,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "runtime/collective_runtime.h"
@@ -389,6 +390,7 @@ class XlaRuntime final : public Runtime {
     for (auto& d : global_devices_) d.release();
     for (auto& s : shardings_) s.release();
     for (auto& d : np_dtypes_) d.release();
+    for (auto& [k, v] : avals_) v.release();
   }
 
   int device_count() override { return static_cast<int>(devices_.size()); }
@@ -705,15 +707,13 @@ class XlaRuntime final : public Runtime {
     GilScope gil;
     DeferredRelease::instance().drain();
     check_device(device);
-    py::tuple shape(type.dims.size());
-    for (size_t i = 0; i < type.dims.size(); ++i) shape[i] = type.dims[i];
     py::object dt = np_dtypes_[static_cast<int>(type.element)];
     // A numpy view of the caller's memory; XLA copies it during the call.
     static int owner_tag = 0;
     py::capsule no_owner(&owner_tag, [](void*) {});
     py::array host(py::reinterpret_borrow<py::dtype>(dt), std::vector<py::ssize_t>(type.dims.begin(), type.dims.end()),
                    const_cast<void*>(data), no_owner);
-    py::object arr = batched_device_put_(shaped_array_(shape, dt), shardings_[device], py::make_tuple(host),
+    py::object arr = batched_device_put_(aval(type), shardings_[device], py::make_tuple(host),
                                          py::make_tuple(devices_[device]), true, true, immutable_during_call_);
     return std::make_shared<JaxBuffer>(std::move(arr), type, device);
   }
@@ -753,13 +753,23 @@ class XlaRuntime final : public Runtime {
     py::object dt = np_dtypes_[static_cast<int>(type.element)];
     py::array host(py::reinterpret_borrow<py::dtype>(dt), std::vector<py::ssize_t>(type.dims.begin(), type.dims.end()),
                    data, owner);
-    py::tuple shape(type.dims.size());
-    for (size_t i = 0; i < type.dims.size(); ++i) shape[i] = type.dims[i];
     const bool zero_copy = info_.platform == "cpu";
-    py::object arr = batched_device_put_(shaped_array_(shape, dt), shardings_[device], py::make_tuple(host),
+    py::object arr = batched_device_put_(aval(type), shardings_[device], py::make_tuple(host),
                                          py::make_tuple(devices_[device]), true, !zero_copy,
                                          zero_copy ? zero_copy_ : immutable_during_call_);
     return std::make_shared<JaxBuffer>(std::move(arr), type, device);
+  }
+
+  // jax's ShapedArray of `type`, kept: building one is a Python call of
+  // several us, as much as the rest of a small upload.
+  const py::object& aval(const hlo::TensorType& type) {
+    std::string key = type.str();
+    auto it = avals_.find(key);
+    if (it != avals_.end()) return it->second;
+    if (avals_.size() >= 4096) avals_.clear();  // a bound (the GIL is held: they are released here)
+    py::tuple shape(type.dims.size());
+    for (size_t i = 0; i < type.dims.size(); ++i) shape[i] = type.dims[i];
+    return avals_.emplace(key, shaped_array_(shape, np_dtypes_[static_cast<int>(type.element)])).first->second;
   }
 
   void to_host(const BufferRef& buf, void* dst, size_t nbytes) override {
@@ -850,6 +860,7 @@ class XlaRuntime final : public Runtime {
   py::object backend_, compile_options_cls_, device_assignment_cls_, device_list_cls_, batched_device_put_, immutable_during_call_, zero_copy_,
       shaped_array_, numpy_, array_result_handler_, batched_block_until_ready_;
   std::vector<py::object> devices_, global_devices_, shardings_, np_dtypes_;
+  std::unordered_map<std::string, py::object> avals_;  // aval(): by type
   PlatformInfo info_;
   JobInfo job_;
   cache::KeyInputs base_key_inputs_;
