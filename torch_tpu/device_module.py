@@ -303,11 +303,13 @@ def compile_cache_stats() -> dict[str, Any]:
     rebuilt), `stores`, `store_errors`, `evicted` (past the size cap
     `max_bytes`), `load_seconds`, and `entries` / `bytes` on disk now, `dir`,
     `enabled`. In-memory program cache:
-    `program_hits`, `program_misses`, `programs`. XLA: `compiles` and
+    `program_hits`, `program_misses`, `programs`; `host_fills`: whole-tensor
+    constant fills (zeros, ones, full, `zero_`) made on the host, with no
+    program. XLA: `compiles` and
     `compile_seconds` (time spent compiling, not loading)."""
     stats = dict(_C._compile_cache_stats())
     programs, hits, misses = _C._program_cache_stats()
-    stats.update(programs=programs, program_hits=hits, program_misses=misses,
+    stats.update(programs=programs, program_hits=hits, program_misses=misses, host_fills=_C._host_fills(),
                  compiles=_C._compile_count(), compile_seconds=_C._compile_seconds())
     return stats
 

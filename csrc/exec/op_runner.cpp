@@ -22,6 +22,7 @@
 #include "exec/capture_notes.h"
 #include "exec/cpu_fallback.h"
 #include "exec/device_checks.h"
+#include "exec/fill.h"
 #include "exec/meta_fixups.h"
 #include "exec/tensor_key.h"
 #include "exec/recompile_reason.h"
@@ -89,6 +90,7 @@ struct OpInfo {
   bool static_scalars = false, runtime_floats = false;
   std::vector<uint8_t> operand;  // per argument: a Scalar value is a runtime operand
   ArgCheckPlan checks;
+  FillKind fill = FillKind::kNone;  // a constant fill: the host path may take it (fill.h)
 };
 
 // Touched with the runtime lock held.
@@ -110,6 +112,7 @@ const OpInfo& op_info(const c10::FunctionSchema& schema) {
   info.runtime_floats = floats_are_operands(schema);
   for (const auto& a : sargs) info.operand.push_back(!info.static_scalars && is_runtime_operand(a, info.runtime_floats));
   info.checks = plan_arg_checks(schema);
+  info.fill = fill_kind(schema);
   return (*infos)[&schema] = std::move(info);
 }
 
@@ -565,23 +568,7 @@ struct ScalarKeyHash {
 runtime::BufferRef upload_scalar(const c10::Scalar& s, at::ScalarType dtype, int device) {
   static auto* cache = new std::unordered_map<ScalarKey, runtime::BufferRef, ScalarKeyHash>();
   uint8_t bytes[16] = {0};
-  switch (dtype) {
-    case at::kBool: { bool v = s.toBool(); std::memcpy(bytes, &v, 1); break; }
-    case at::kByte: { auto v = static_cast<uint8_t>(s.toLong()); std::memcpy(bytes, &v, 1); break; }
-    case at::kChar: { auto v = static_cast<int8_t>(s.toLong()); std::memcpy(bytes, &v, 1); break; }
-    case at::kShort: { auto v = static_cast<int16_t>(s.toLong()); std::memcpy(bytes, &v, 2); break; }
-    case at::kInt: { auto v = static_cast<int32_t>(s.toLong()); std::memcpy(bytes, &v, 4); break; }
-    case at::kLong: { auto v = s.toLong(); std::memcpy(bytes, &v, 8); break; }
-    case at::kUInt32: { auto v = static_cast<uint32_t>(s.toLong()); std::memcpy(bytes, &v, 4); break; }
-    case at::kUInt64: { auto v = static_cast<uint64_t>(s.toLong()); std::memcpy(bytes, &v, 8); break; }
-    case at::kHalf: { c10::Half v(static_cast<float>(s.toDouble())); std::memcpy(bytes, &v, 2); break; }
-    case at::kBFloat16: { c10::BFloat16 v(static_cast<float>(s.toDouble())); std::memcpy(bytes, &v, 2); break; }
-    case at::kFloat: { auto v = static_cast<float>(s.toDouble()); std::memcpy(bytes, &v, 4); break; }
-    case at::kDouble: { auto v = s.toDouble(); std::memcpy(bytes, &v, 8); break; }
-    case at::kComplexFloat: { auto v = s.toComplexFloat(); std::memcpy(bytes, &v, 8); break; }
-    case at::kComplexDouble: { auto v = s.toComplexDouble(); std::memcpy(bytes, &v, 16); break; }
-    default: TORCH_CHECK_NOT_IMPLEMENTED(false, "torch_tpu: scalar of dtype ", dtype, " is not supported");
-  }
+  scalar_bytes(s, dtype, bytes);
   ScalarKey key{{0, 0}, static_cast<int>(dtype), device};
   std::memcpy(key.bits, bytes, 16);
   auto it = cache->find(key);
@@ -816,6 +803,8 @@ void run_lowered_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   });
   if (device < 0) device = device::current_device();
   if (info.checks.any()) check_args(schema, args, info.checks);  // every call: CPU's checks that meta kernels skip
+  // A whole-tensor constant fill needs no program (fill.h): no compile for a new shape.
+  if (info.fill != FillKind::kNone && run_host_fill(info.fill, args, device, stack)) return;
 
   std::string key;
   key.reserve(info.key_prefix.size() + 48 * n + 8);

@@ -9,6 +9,7 @@
 #include "device/guard.h"
 #include "device/storage.h"
 #include "exec/cpu_fallback.h"
+#include "exec/fill.h"
 #include "exec/op_runner.h"
 #include "lowering/registry.h"
 #include "runtime/compile_tier.h"
@@ -87,6 +88,7 @@ PYBIND11_MODULE(_C, m) {
     d["quick_rebuild_seconds"] = s.rebuild_seconds;
     return d;
   });
+  m.def("_host_fills", [] { return exec::host_fill_count(); });
   m.def("_program_cache_stats", [] {
     auto s = exec::program_cache_stats();
     return py::make_tuple(s.programs, s.hits, s.misses);

@@ -306,6 +306,15 @@ class ModeRuntime final : public Runtime {
     return inner_.to_device(data, type, device);
   }
 
+  // In every mode at once (a fill the op engine would otherwise have made
+  // a program for; Fused Eager keeps fills in its traces instead).
+  BufferRef filled(const hlo::TensorType& type, const void* element, int device) override {
+    RuntimeLock lock;
+    BufferRef b = inner_.filled(type, element, device);
+    track(device, {b});  // a transfer on an accelerator: synchronize waits for it
+    return b;
+  }
+
   void to_host(const BufferRef& buf, void* dst, size_t nbytes) override {
     BufferRef real;
     {
@@ -366,22 +375,28 @@ class ModeRuntime final : public Runtime {
   }
 
   // The first failed flag of `flags` (computed buffers of `device`): its
-  // position and value, or -1. One read of 16 bytes for one flag; more are
-  // reduced on the device, up to kFlagsPerRead in one small program, so a
-  // sync after n checking ops reads once, not n times.
+  // position and value, or -1. Up to kFlagsReadAlone flags are read one by
+  // one (16 bytes each); more are reduced on the device, up to
+  // kFlagsPerRead in one small program, so a sync after n checking ops
+  // reads once, not n times. A few reads cost tens of us; the program's
+  // compile, on the first sync of a process (a training step's few index
+  // checks), costs 0.2-0.5 s.
   static constexpr size_t kFlagsPerRead = 64;
+  static constexpr size_t kFlagsReadAlone = 4;
   std::pair<int64_t, int64_t> first_failed(const std::vector<BufferRef>& flags, int device) {
     for (size_t start = 0; start < flags.size(); start += kFlagsPerRead) {
       size_t n = std::min(kFlagsPerRead, flags.size() - start);
       int64_t v[2] = {0, 0};
-      if (n == 1) {
-        inner_.to_host(flags[start], v, sizeof(v));
-        if (v[0] != 0) return {static_cast<int64_t>(start), v[1]};
+      if (n <= kFlagsReadAlone) {
+        for (size_t i = start; i < start + n; ++i) {
+          inner_.to_host(flags[i], v, sizeof(v));
+          if (v[0] != 0) return {static_cast<int64_t>(i), v[1]};
+        }
         continue;
       }
-      // Padded with a flag that never fails to one of three sizes, so at most
-      // three programs are ever compiled per device.
-      int bucket = n <= 4 ? 4 : n <= 16 ? 16 : static_cast<int>(kFlagsPerRead);
+      // Padded with a flag that never fails to one of two sizes, so at most
+      // two programs are ever compiled per device.
+      int bucket = n <= 16 ? 16 : static_cast<int>(kFlagsPerRead);
       std::vector<BufferRef> args(flags.begin() + start, flags.begin() + start + n);
       args.resize(bucket, passing_flag(device));
       auto out = inner_.execute(*flags_program(bucket, device), args);
@@ -505,20 +520,12 @@ class ModeRuntime final : public Runtime {
   }
 
   // A buffer of `type` whose contents are never read: a recycled one, else
-  // a new one, zeros made on the device by a program cached per type (as
-  // cheap as XLA's own fresh output; a host upload would fault the memory
-  // in twice).
+  // a new one made on the host (Runtime::filled: no program per type to
+  // compile; on XLA:CPU its untouched pages cost nothing until the program
+  // writes them, as XLA's own fresh output would).
   BufferRef recycled_or_new(const hlo::TensorType& type, int device) {
     if (BufferRef b = take_recycled(type, device)) return b;
-    std::string key = std::to_string(device) + ':' + type.str();
-    auto it = zeros_.find(key);
-    if (it == zeros_.end()) {
-      hlo::Builder b;
-      std::string text = b.module_text({hlo::full(b, type.element, type.dims, 0)});
-      CompileNote note("(a buffer for fused results)", "");
-      it = zeros_.emplace(key, inner_.compile(text, device, "zeros " + type.str())).first;
-    }
-    return inner_.execute(*it->second, {}).at(0);
+    return inner_.filled(type, nullptr, device);
   }
 
   std::vector<BufferRef> defer_replay(const std::shared_ptr<const CapturedOps>& cops,
@@ -1060,7 +1067,6 @@ class ModeRuntime final : public Runtime {
   std::vector<std::vector<std::weak_ptr<DeviceBuffer>>> in_flight_;  // by device
   std::unordered_map<int, std::shared_ptr<Trace>> pending_;
   LruCache<ExecutableRef> fused_{256};
-  std::unordered_map<std::string, ExecutableRef> zeros_;  // recycled_or_new's programs, by device and type
   std::unordered_map<std::string, ExecutableRef> flag_programs_;  // first_failed's programs, by device and size
   std::unordered_map<int, BufferRef> passing_flags_;             // its padding, by device
   std::unique_ptr<Capture> capture_;

@@ -48,6 +48,13 @@ class Runtime {
   // Copies `type.numel()` elements from host memory (the runtime keeps its
   // own copy, so `data` may be freed on return).
   virtual BufferRef to_device(const void* data, const hlo::TensorType& type, int device) = 0;
+  // A new buffer of `type` whose every element is the bytes at `element`
+  // (one per bool) (null: all zero bits, which is 0, 0.0 and false in
+  // every dtype), written on the host and handed to the device: no program,
+  // so no compile for any shape (exec/fill.h: constant fills; buffers fused
+  // results are written into). On XLA:CPU the device buffer is that host
+  // memory (zero-copy); elsewhere it is copied.
+  virtual BufferRef filled(const hlo::TensorType& type, const void* element, int device) = 0;
   // Waits for the buffer and copies its bytes into `dst`.
   virtual void to_host(const BufferRef& buf, void* dst, size_t nbytes) = 0;
   virtual void synchronize(int device) = 0;

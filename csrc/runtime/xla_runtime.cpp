@@ -6,7 +6,10 @@
 
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <cctype>
+#include <cstdint>
+#include <new>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -17,6 +20,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "runtime/collective_runtime.h"
@@ -360,6 +364,7 @@ class XlaRuntime final : public Runtime {
     device_list_cls_ = xc.attr("DeviceList");
     batched_device_put_ = xc.attr("batched_device_put");
     immutable_during_call_ = xc.attr("HostBufferSemantics").attr("IMMUTABLE_ONLY_DURING_CALL");
+    zero_copy_ = xc.attr("HostBufferSemantics").attr("ZERO_COPY");
     array_result_handler_ = py::getattr(xc, "array_result_handler", py::none());
     batched_block_until_ready_ = py::getattr(xc, "batched_block_until_ready", py::none());
     shaped_array_ = py::module_::import("jax").attr("core").attr("ShapedArray");
@@ -379,12 +384,13 @@ class XlaRuntime final : public Runtime {
   // touch Python objects from this destructor.
   ~XlaRuntime() override {
     for (auto* v : {&backend_, &compile_options_cls_, &device_assignment_cls_, &device_list_cls_, &batched_device_put_,
-                    &immutable_during_call_, &shaped_array_, &numpy_, &array_result_handler_, &batched_block_until_ready_})
+                    &immutable_during_call_, &zero_copy_, &shaped_array_, &numpy_, &array_result_handler_, &batched_block_until_ready_})
       v->release();
     for (auto& d : devices_) d.release();
     for (auto& d : global_devices_) d.release();
     for (auto& s : shardings_) s.release();
     for (auto& d : np_dtypes_) d.release();
+    for (auto& [k, v] : avals_) v.release();
   }
 
   int device_count() override { return static_cast<int>(devices_.size()); }
@@ -701,17 +707,69 @@ class XlaRuntime final : public Runtime {
     GilScope gil;
     DeferredRelease::instance().drain();
     check_device(device);
-    py::tuple shape(type.dims.size());
-    for (size_t i = 0; i < type.dims.size(); ++i) shape[i] = type.dims[i];
     py::object dt = np_dtypes_[static_cast<int>(type.element)];
     // A numpy view of the caller's memory; XLA copies it during the call.
     static int owner_tag = 0;
     py::capsule no_owner(&owner_tag, [](void*) {});
     py::array host(py::reinterpret_borrow<py::dtype>(dt), std::vector<py::ssize_t>(type.dims.begin(), type.dims.end()),
                    const_cast<void*>(data), no_owner);
-    py::object arr = batched_device_put_(shaped_array_(shape, dt), shardings_[device], py::make_tuple(host),
+    py::object arr = batched_device_put_(aval(type), shardings_[device], py::make_tuple(host),
                                          py::make_tuple(devices_[device]), true, true, immutable_during_call_);
     return std::make_shared<JaxBuffer>(std::move(arr), type, device);
+  }
+
+  // The host memory is calloc'ed: a large block comes from mmap, whose
+  // pages read as zero until first written, so a zero fill (and a buffer
+  // only written into) costs no pass over the memory at all here; XLA's own
+  // zeros program writes every page. Another value is written once, by
+  // doubling copies of the first element. On XLA:CPU the array is handed
+  // over zero-copy (64-byte aligned, as XLA:CPU wants to alias it): the
+  // device buffer owns the memory, freed with it (the capsule).
+  BufferRef filled(const hlo::TensorType& type, const void* element, int device) override {
+    GilScope gil;
+    DeferredRelease::instance().drain();
+    check_device(device);
+    constexpr size_t kAlign = 64;
+    const size_t elem = (static_cast<size_t>(hlo::element_bits(type.element)) + 7) / 8;  // pred: 1 bit, 1 byte
+    const size_t nbytes = static_cast<size_t>(type.numel()) * elem;
+    void* raw = std::calloc(nbytes + kAlign, 1);
+    if (raw == nullptr) throw std::bad_alloc();
+    auto* data = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(raw) + kAlign - 1) & ~(kAlign - 1));
+    bool nonzero = false;
+    for (size_t i = 0; element != nullptr && i < elem && !nonzero; ++i) nonzero = static_cast<const char*>(element)[i] != 0;
+    if (nonzero && nbytes > 0) {
+      if (elem == 1) {
+        std::memset(data, *static_cast<const unsigned char*>(element), nbytes);
+      } else {
+        std::memcpy(data, element, elem);
+        for (size_t done = elem; done < nbytes;) {
+          size_t n = std::min(done, nbytes - done);
+          std::memcpy(data + done, data, n);
+          done += n;
+        }
+      }
+    }
+    py::capsule owner(raw, [](void* p) { std::free(p); });
+    py::object dt = np_dtypes_[static_cast<int>(type.element)];
+    py::array host(py::reinterpret_borrow<py::dtype>(dt), std::vector<py::ssize_t>(type.dims.begin(), type.dims.end()),
+                   data, owner);
+    const bool zero_copy = info_.platform == "cpu";
+    py::object arr = batched_device_put_(aval(type), shardings_[device], py::make_tuple(host),
+                                         py::make_tuple(devices_[device]), true, !zero_copy,
+                                         zero_copy ? zero_copy_ : immutable_during_call_);
+    return std::make_shared<JaxBuffer>(std::move(arr), type, device);
+  }
+
+  // jax's ShapedArray of `type`, kept: building one is a Python call of
+  // several us, as much as the rest of a small upload.
+  const py::object& aval(const hlo::TensorType& type) {
+    std::string key = type.str();
+    auto it = avals_.find(key);
+    if (it != avals_.end()) return it->second;
+    if (avals_.size() >= 4096) avals_.clear();  // a bound (the GIL is held: they are released here)
+    py::tuple shape(type.dims.size());
+    for (size_t i = 0; i < type.dims.size(); ++i) shape[i] = type.dims[i];
+    return avals_.emplace(key, shaped_array_(shape, np_dtypes_[static_cast<int>(type.element)])).first->second;
   }
 
   void to_host(const BufferRef& buf, void* dst, size_t nbytes) override {
@@ -799,9 +857,10 @@ class XlaRuntime final : public Runtime {
                 device_count(), " device(s) available)", job_device_hint());
   }
 
-  py::object backend_, compile_options_cls_, device_assignment_cls_, device_list_cls_, batched_device_put_, immutable_during_call_,
+  py::object backend_, compile_options_cls_, device_assignment_cls_, device_list_cls_, batched_device_put_, immutable_during_call_, zero_copy_,
       shaped_array_, numpy_, array_result_handler_, batched_block_until_ready_;
   std::vector<py::object> devices_, global_devices_, shardings_, np_dtypes_;
+  std::unordered_map<std::string, py::object> avals_;  // aval(): by type
   PlatformInfo info_;
   JobInfo job_;
   cache::KeyInputs base_key_inputs_;
