@@ -23,7 +23,10 @@ namespace torch_tpu::runtime {
 // 64 KiB costs 16 page faults, not worth a program variant.
 constexpr int64_t kMinDonatedBytes = 64 << 10;
 
-inline int64_t byte_size(const hlo::TensorType& t) { return t.numel() * hlo::element_bits(t.element) / 8; }
+// Bytes the buffer occupies: XLA stores each element in whole bytes (a
+// bool, element_bits 1, takes one byte), so a bool tensor is not sized at
+// an eighth of its memory by the donation and recycling thresholds.
+inline int64_t byte_size(const hlo::TensorType& t) { return t.numel() * ((hlo::element_bits(t.element) + 7) / 8); }
 
 // (parameter index, result index) pairs: result written into the parameter's buffer.
 using Aliases = std::vector<std::pair<int, int>>;
