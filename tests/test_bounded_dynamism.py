@@ -426,21 +426,19 @@ def test_copy_into_slices_of_a_new_tensor_along_a_static_dim():
 
 
 
-def test_gather_and_scatter_along_a_static_dim():
+def test_gather_and_scatter_with_padded_indices():
     """An MoE router's group mask (Glm4MoeLite: full_like, scatter of the
     top groups, gather of their scores), tokens padded; a scatter whose
-    index is padded along the scattered dim would write real entries with
-    its padding, and is refused."""
+    index is padded along the scattered dim (padding rows of zeros give
+    argmax 0: their writes must not reach entry 0); and a sparse-attention
+    mask (AXK2: 0 scattered into -inf at each query's top-k keys)."""
     def fn(x):
         top = x.topk(2, dim=1).indices
         mask = torch.full_like(x, 0).scatter(1, top, 1)
-        return mask, x.gather(1, top), torch.zeros_like(x).scatter_add(1, top, x[:, :2])
+        hits = torch.zeros(9, device=x.device).scatter_add(0, x.argmax(1), torch.ones_like(x[:, 0]))
+        keys = (x @ x.t()).topk(2, dim=-1).indices
+        sparse = torch.full((x.shape[0], x.shape[0]), float("-inf"), device=x.device).scatter(-1, keys, 0.0)
+        return mask, x.gather(1, top), torch.zeros_like(x).scatter_add(1, top, x[:, :2]), hits, sparse
 
     with no_exact_size_warning():
-        assert run_sizes(fn, [5, 6, 7], lambda n: [torch.randn(n, 4)], {0: 0}) == 1
-
-    def along(x):
-        return torch.zeros(9, device=x.device).scatter(0, x.argmax(1), 1.0)
-
-    with pytest.warns(UserWarning, match="would write real entries"):
-        run_sizes(along, [5, 6], lambda n: [torch.randn(n, 9)], {0: 0})
+        assert run_sizes(fn, [5, 6, 7], lambda n: [torch.randn(n, 9)], {0: 0}) == 1

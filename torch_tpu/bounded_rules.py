@@ -395,12 +395,9 @@ def _grouped_mm_rule(ctx, node, args, kwargs):
     return torch.where(inside.unsqueeze(-1), out, 0)
 
 
-def _gather_scatter_rule(ctx, node, args, kwargs):
-    """gather/scatter(self, dim, index, ...): the padding entries of index
-    (garbage, maybe out of range) become 0. A gather then reads a real
-    entry into padding; a scatter writes, in a padded row of index, the
-    same padded row of self (the plan checks that each padded dim of index
-    is that dim of self), never a real entry."""
+def _gather_rule(ctx, node, args, kwargs):
+    """gather(self, dim, index): the padding entries of index (garbage,
+    maybe out of range) become 0, so they read a real entry into padding."""
     args = list(args)
     idx = args[2]
     for d, e in dyn_dims(_meta(node.args[2])).items():
@@ -409,15 +406,26 @@ def _gather_scatter_rule(ctx, node, args, kwargs):
     return node.target(*args, **kwargs)
 
 
-def _plan_scatter(node) -> None:
-    x, idx = _meta(node.args[0]), _meta(node.args[2])
-    dim = _norm_dim(node.args[1], x.dim())
-    x_dims = dyn_dims(x)
-    for d, e in dyn_dims(idx).items():
-        if d == dim or x_dims.get(d) != e:
-            raise Unsupported(f"{node.target}: index padded along dim {d} where self is not padded alike "
-                              f"(self {tuple(x.shape)}, index {tuple(idx.shape)}, dim {dim}): its padding would "
-                              "write real entries")
+def _scatter_rule(ctx, node, args, kwargs):
+    """scatter*(self, dim, index, src): the writes of the padding entries of
+    index, along any of its padded dims, could land on real entries of self:
+    they go to one extra slot appended to self along dim, cut off after the
+    scatter (index_put does the same)."""
+    args = list(args)
+    x, idx = args[0], args[2]
+    dim = _norm_dim(args[1], x.dim())
+    padding = None
+    for d, e in dyn_dims(_meta(node.args[2])).items():
+        pad = ~ctx.mask(e, idx, d)
+        padding = pad if padding is None else padding | pad
+    if padding is None:
+        return node.target(*args, **kwargs)
+    slot = x.shape[dim]
+    widen = [0] * (2 * x.dim())
+    widen[2 * (x.dim() - 1 - dim) + 1] = 1
+    args[0] = torch.constant_pad_nd(x, widen)
+    args[2] = torch.where(padding, slot, idx)
+    return node.target(*args, **kwargs).narrow(dim, 0, slot)
 
 
 def _histc_rule(ctx, node, args, kwargs):
@@ -704,10 +712,9 @@ def plan(node: torch.fx.Node) -> Callable:
                 raise Unsupported(f"{t} with a boolean mask on padded sizes")
         return _index_list_rule if t is aten.index.Tensor else _index_put_rule
     if t is aten.gather.default:
-        return _gather_scatter_rule
+        return _gather_rule
     if t in _SCATTERS:
-        _plan_scatter(node)
-        return _gather_scatter_rule
+        return _scatter_rule
     if t is aten.histc.default:
         _histc_fill(node)
         return _histc_rule
