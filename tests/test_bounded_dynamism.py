@@ -442,3 +442,22 @@ def test_gather_and_scatter_with_padded_indices():
 
     with no_exact_size_warning():
         assert run_sizes(fn, [5, 6, 7], lambda n: [torch.randn(n, 9)], {0: 0}) == 1
+
+
+def test_symbolic_int_argument_shapes_exactly():
+    """dynamic=True makes an int argument a symbol (a sliding window's
+    length: DeepseekV4, GraniteMoeSWA); one that shapes a tensor is no
+    input's size, so it stays exact while the sizes are bucketed."""
+    def fn(x, w):
+        return x[:, -w:].sum(1), x[:, :w] * 2
+
+    torch._dynamo.reset()
+    compiled = torch.compile(fn, backend="tpu", dynamic=True)
+    before = bounded_compiles()
+    with no_exact_size_warning(), torch.no_grad():
+        for n in (5, 6, 7):
+            x = torch.randn(3, n)
+            for g, w in zip(compiled(x.to("tpu"), 3), fn(x, 3)):
+                assert g.shape == w.shape
+                assert_close(g.cpu(), w, **TOL)
+    assert bounded_compiles() - before == 1

@@ -232,7 +232,10 @@ def _slice_rule(ctx, node, args, kwargs):
             return default
         e = sym_expr(_meta(v))
         if e is not None:
-            return ctx.real_value(e)
+            # a symbolic bound may be negative (`x[:, -w:]` for an int
+            # argument w): counted from the real length, as Python does
+            r = torch.as_tensor(ctx.real_value(e), device=x.device)
+            return torch.where(r < 0, r + length, r).clamp(min=0)
         v = int(v)
         if v < 0:
             return length + v
@@ -255,7 +258,9 @@ def _select_rule(ctx, node, args, kwargs):
     in_expr = dyn_dims(_meta(node.args[0])).get(dim)
     e = sym_expr(_meta(index))
     if e is not None:
-        i = ctx.real_value(e)
+        i = torch.as_tensor(ctx.real_value(e), device=x.device)
+        if in_expr is not None:  # a negative symbolic index counts from the real size
+            i = torch.where(i < 0, i + ctx.real_value(in_expr), i)
     elif int(index) < 0 and in_expr is not None:
         i = ctx.real_value(in_expr) + int(index)
     else:
