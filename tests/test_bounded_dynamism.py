@@ -2,6 +2,7 @@
 power-of-two buckets, compile once per bucket, and give the unpadded
 results."""
 
+import contextlib
 import math
 import warnings
 
@@ -226,12 +227,108 @@ def test_topk_and_sort_along_a_static_dim():
     assert run_sizes(fn, [5, 6, 7], lambda n: [torch.randn(n, 6)], {0: 0}) == 1
 
 
+@contextlib.contextmanager
+def no_exact_size_warning():
+    """A graph that cannot run padded warns (and compiles per size): here an
+    error."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*recompiles for every new size")
+        yield
+
+
 def test_unsupported_graph_runs_at_exact_sizes():
     def fn(x):
-        return x.flatten() * 2  # merges a padded dim with another
+        return x.flatten() * 2  # the padded dim inside another: not a prefix
 
-    with pytest.warns(UserWarning, match="recompiles for every new size"):
-        run_sizes(fn, [5, 6], lambda n: [torch.randn(n, 3)], {0: 0})
+    with pytest.warns(UserWarning, match="recompiles for every new size.*dims outside it"):
+        run_sizes(fn, [5, 6], lambda n: [torch.randn(3, n)], {0: 1})
+
+
+def test_topk_and_sort_along_the_padded_dim():
+    """Along the padded dim the padding (zeros here, from pad_to) must never
+    be selected: all real values are negative for the largest, positive for
+    the smallest. A real -inf (descending) and a real NaN (ascending) tie
+    with the padding's fill and still come before it."""
+    def fn(neg, pos):
+        return (neg.topk(2, dim=1), pos.topk(2, dim=1, largest=False), pos.sort(1),
+                neg.sort(1, descending=True), torch.argsort(pos, dim=1, stable=True))
+
+    def make(n):
+        x = torch.randn(2, n).abs() + 1
+        neg, pos = -x, x.clone()
+        neg[0, 1] = float("-inf")
+        pos[1, 2] = float("nan")
+        return [neg, pos]
+
+    def flat(fn):
+        return lambda *a: tuple(t for r in fn(*a) for t in (r if isinstance(r, tuple) else (r,)))
+
+    with no_exact_size_warning():
+        assert run_sizes(flat(fn), [5, 6, 7], make, {0: 1, 1: 1}) == 1
+
+
+def test_view_merging_the_padded_dim_outermost():
+    """(s, 2, 4) -> (2*s, 4) and back: the merged dim's real entries are a
+    prefix (2*n of 2*N), so reductions over it mask from its real size."""
+    def fn(x):
+        y = x.reshape(-1, 4)
+        return y.sum(0), y.softmax(0), y.view(x.shape[0], 2, 4) * 2, x.view(1, -1, 8).amax(1)
+
+    with no_exact_size_warning():
+        assert run_sizes(fn, [5, 6, 7], lambda n: [torch.randn(n, 2, 4)], {0: 0}) == 1
+
+
+def test_view_merging_two_padded_dims_is_refused():
+    def fn(x):
+        return x.reshape(-1).sum()
+
+    with pytest.warns(UserWarning, match="two padded dims"):
+        run_sizes(fn, [5, 6], lambda n: [torch.randn(n, n + 1)], {0: 0})
+
+
+def test_index_and_index_put_with_padded_indices():
+    """x[perm], the inverse permutation built with index_put, a negative
+    index into the padded dim (counted from the real size) and an
+    accumulating index_put whose padding entries (index 0, value 1) must not
+    count."""
+    def fn(x):
+        perm = x[:, 0].argsort()
+        inv = torch.empty_like(perm)
+        inv[perm] = torch.arange(perm.shape[0], device=x.device)
+        ids = (x[:, 1].abs() * 10).long() % 5
+        counts = torch.zeros(5, device=x.device).index_put((ids,), torch.ones(x.shape[0], device=x.device), accumulate=True)
+        last = x[torch.tensor([-1, 0], device=x.device)]
+        return x[perm], x[perm][inv], inv, counts, last
+
+    with no_exact_size_warning():
+        assert run_sizes(fn, [5, 6, 7], lambda n: [torch.randn(n, 4)], {0: 0}) == 1
+
+
+def grouped_experts(x, router, w, top_k=2):
+    """Transformers' grouped_mm experts path (integrations/moe.py), small:
+    tokens flattened with their top-k experts, sorted by expert, counted
+    with histc into grouped_mm offsets, multiplied and put back in order."""
+    weights, experts = (x @ router).softmax(-1).topk(top_k, dim=-1)
+    ids = experts.reshape(-1)
+    ids_g, perm = torch.sort(ids)
+    rows = x[perm // top_k]
+    counts = torch.histc(ids_g.float(), bins=w.shape[0], min=0, max=w.shape[0] - 1)
+    offs = torch.cumsum(counts, 0, dtype=torch.int32)
+    out = torch._grouped_mm(rows, w, offs=offs) * weights.reshape(-1)[perm].unsqueeze(-1)
+    inv = torch.empty_like(perm)
+    inv[perm] = torch.arange(perm.shape[0], device=x.device)
+    return out[inv].view(x.shape[0], top_k, -1).sum(1)
+
+
+def test_grouped_mm_experts_run_padded():
+    """The whole MoE chain padded: padded tokens sort last, histc leaves
+    them out of the offsets, so grouped_mm gives each real row its expert."""
+    torch.manual_seed(0)
+    w = torch.randn(3, 4, 8)
+    router = torch.randn(4, 3)
+    make = lambda n: [torch.randn(n, 4), router, w]  # noqa: E731
+    with no_exact_size_warning():
+        assert run_sizes(grouped_experts, [5, 6, 7], make, {0: 0}) == 1
 
 
 # ---- Fused Eager: torch_tpu.mark_dynamic ----------------------------------------
@@ -327,3 +424,40 @@ def test_copy_into_slices_of_a_new_tensor_along_a_static_dim():
         warnings.simplefilter("error")  # a graph run at exact sizes warns
         assert run_sizes(fn, [5, 6, 7], make, {0: 2, 1: 2}) == 1
 
+
+
+def test_gather_and_scatter_with_padded_indices():
+    """An MoE router's group mask (Glm4MoeLite: full_like, scatter of the
+    top groups, gather of their scores), tokens padded; a scatter whose
+    index is padded along the scattered dim (padding rows of zeros give
+    argmax 0: their writes must not reach entry 0); and a sparse-attention
+    mask (AXK2: 0 scattered into -inf at each query's top-k keys)."""
+    def fn(x):
+        top = x.topk(2, dim=1).indices
+        mask = torch.full_like(x, 0).scatter(1, top, 1)
+        hits = torch.zeros(9, device=x.device).scatter_add(0, x.argmax(1), torch.ones_like(x[:, 0]))
+        keys = (x @ x.t()).topk(2, dim=-1).indices
+        sparse = torch.full((x.shape[0], x.shape[0]), float("-inf"), device=x.device).scatter(-1, keys, 0.0)
+        return mask, x.gather(1, top), torch.zeros_like(x).scatter_add(1, top, x[:, :2]), hits, sparse
+
+    with no_exact_size_warning():
+        assert run_sizes(fn, [5, 6, 7], lambda n: [torch.randn(n, 9)], {0: 0}) == 1
+
+
+def test_symbolic_int_argument_shapes_exactly():
+    """dynamic=True makes an int argument a symbol (a sliding window's
+    length: DeepseekV4, GraniteMoeSWA); one that shapes a tensor is no
+    input's size, so it stays exact while the sizes are bucketed."""
+    def fn(x, w):
+        return x[:, -w:].sum(1), x[:, :w] * 2
+
+    torch._dynamo.reset()
+    compiled = torch.compile(fn, backend="tpu", dynamic=True)
+    before = bounded_compiles()
+    with no_exact_size_warning(), torch.no_grad():
+        for n in (5, 6, 7):
+            x = torch.randn(3, n)
+            for g, w in zip(compiled(x.to("tpu"), 3), fn(x, 3)):
+                assert g.shape == w.shape
+                assert_close(g.cpu(), w, **TOL)
+    assert bounded_compiles() - before == 1

@@ -146,6 +146,18 @@ class BoundedGraph:
                         self._add_symbol(e, (i, d), val.shape[d].node.shape_env)
         if not self.symbols:
             raise Unsupported("no symbolic sizes")
+        # A symbolic int input that is no input's size (Dynamo with
+        # dynamic=True makes int arguments symbols: a window length, a
+        # count) may still shape tensors (`x[:, -w:]`, DeepseekV4,
+        # GraniteMoeSWA). It joins as an exact symbol: never bucketed, its
+        # padded value is its value (masks all true), so programs depend on
+        # it as at exact sizes while the other symbols stay bucketed.
+        self.exact = set()
+        for i, n in enumerate(self.placeholders):
+            e = sym_expr(n.meta.get("val"))
+            if e is not None and e.is_Symbol and e not in self.sources:
+                self._add_symbol(e, (i, None), None)
+                self.exact.add(e)
         for n in gm.graph.nodes:
             if n.op == "placeholder":
                 continue
@@ -183,7 +195,7 @@ class BoundedGraph:
 
     def __call__(self, args: list) -> Any:
         real = self.real_sizes(args)
-        padded = {s: bucket(v, self.upper[s]) for s, v in real.items()}
+        padded = {s: v if s in self.exact else bucket(v, self.upper[s]) for s, v in real.items()}
         device = next((a.device for a in args if isinstance(a, torch.Tensor) and a.device.type == "tpu"), None)
         real_t = torch.tensor([real[s] for s in self.symbols], dtype=torch.int64)
         real_t = real_t.to(device) if device is not None else real_t
@@ -245,7 +257,7 @@ class BoundedGraph:
             env[n] = a
         padded = {}
         for sym, (i, d) in self.sources.items():
-            padded[sym] = inputs[i].shape[d]
+            padded[sym] = int(inputs[i]) if d is None else inputs[i].shape[d]
         call = _Call(padded, real_t, {s: i for i, s in enumerate(self.symbols)})
         inputs.clear()
         prev = _C._get_eager_mode()

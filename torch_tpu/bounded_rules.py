@@ -232,7 +232,10 @@ def _slice_rule(ctx, node, args, kwargs):
             return default
         e = sym_expr(_meta(v))
         if e is not None:
-            return ctx.real_value(e)
+            # a symbolic bound may be negative (`x[:, -w:]` for an int
+            # argument w): counted from the real length, as Python does
+            r = torch.as_tensor(ctx.real_value(e), device=x.device)
+            return torch.where(r < 0, r + length, r).clamp(min=0)
         v = int(v)
         if v < 0:
             return length + v
@@ -255,7 +258,9 @@ def _select_rule(ctx, node, args, kwargs):
     in_expr = dyn_dims(_meta(node.args[0])).get(dim)
     e = sym_expr(_meta(index))
     if e is not None:
-        i = ctx.real_value(e)
+        i = torch.as_tensor(ctx.real_value(e), device=x.device)
+        if in_expr is not None:  # a negative symbolic index counts from the real size
+            i = torch.where(i < 0, i + ctx.real_value(in_expr), i)
     elif int(index) < 0 and in_expr is not None:
         i = ctx.real_value(in_expr) + int(index)
     else:
@@ -283,6 +288,247 @@ def _arange_start_rule(ctx, node, args, kwargs):
     return r + ctx.real_value(start).to(r.dtype)
 
 
+def _ranked_rule(ctx, node, args, kwargs):
+    """sort/topk along a padded dim: the padding is replaced by a value that
+    ranks after every real entry, so the real entries come first, in their
+    order, and topk never selects padding while real entries remain. This
+    relies on the lowering (csrc/lowering/sort.cpp): one stable sort with
+    NaN above every number. Ascending, the padding becomes NaN (the maximum
+    for integers, True for bool): a real NaN ties with it and, stable, stays
+    before it; descending (topk's largest), -inf (the minimum, False)."""
+    x = args[0]
+    dim, descending = _ranked_dim(node)
+    dim = _norm_dim(dim, x.dim())
+    e = dyn_dims(_meta(node.args[0]))[dim]
+    if x.is_floating_point():
+        fill = float("-inf") if descending else float("nan")
+    else:
+        fill = _lowest(x) if descending else _highest(x)
+    x = torch.where(ctx.mask(e, x, dim), x, fill)
+    return node.target(x, *args[1:], **kwargs)
+
+
+def _ranked_dim(node) -> tuple:
+    """(dim, descending) of a sort or topk node."""
+    a, kw = node.args, node.kwargs
+    if node.target is aten.topk.default:
+        dim = a[2] if len(a) > 2 else kw.get("dim", -1)
+        return dim, a[3] if len(a) > 3 else kw.get("largest", True)
+    if node.target is aten.sort.stable:
+        return kw.get("dim", -1), kw.get("descending", False)
+    dim = a[1] if len(a) > 1 else kw.get("dim", -1)
+    return dim, a[2] if len(a) > 2 else kw.get("descending", False)
+
+
+def _index_list_rule(ctx, node, args, kwargs):
+    """index.Tensor (x[idx]) with padded index tensors or into padded dims.
+    A negative index into a padded dim counts from its real size; the
+    padding entries of an index tensor (garbage, maybe out of range, which
+    would raise at the next sync) become 0, so the result's padding reads a
+    real entry and stays padding. An index past the real size but inside
+    the padding is not caught (checked against the padded size)."""
+    x = args[0]
+    return node.target(x, _fixed_indices(ctx, node, x, args[1])[0], *args[2:], **kwargs)
+
+
+def _fixed_indices(ctx, node, x, indices) -> tuple:
+    """The index tensors of index/index_put with negatives wrapped by the
+    real size and padding entries set to 0, and where padding entries were
+    (True; None when no index tensor is padded), in the broadcast shape."""
+    x_dims = dyn_dims(_meta(node.args[0]))
+    out, padding = [], None
+    for d, (n, t) in enumerate(zip(node.args[1], indices)):
+        if t is None:
+            out.append(None)
+            continue
+        if d in x_dims:
+            t = torch.where(t < 0, t + ctx.real_value(x_dims[d]), t)
+        real = None
+        for dd, e in dyn_dims(_meta(n)).items():
+            m = ctx.mask(e, t, dd)
+            real = m if real is None else real & m
+        if real is not None:
+            t = torch.where(real, t, 0)
+            padding = ~real if padding is None else padding | ~real
+        out.append(t)
+    return out, padding
+
+
+def _index_put_rule(ctx, node, args, kwargs):
+    """index_put (x[idx] = v) with padded index tensors or into padded dims.
+    Negative indices into a padded dim count from its real size. The writes
+    of the padding entries of an index tensor would land on real entries:
+    they go to one extra slot appended to x along the first indexed dim
+    (cut off after the scatter), with or without accumulate."""
+    x, indices = args[0], args[1]
+    fixed, padding = _fixed_indices(ctx, node, x, indices)
+    if padding is None:
+        return node.target(x, fixed, *args[2:], **kwargs)
+    d0 = next(d for d, t in enumerate(fixed) if t is not None)
+    slot = x.shape[d0]
+    pad = [0] * (2 * x.dim())
+    pad[2 * (x.dim() - 1 - d0) + 1] = 1
+    wide = torch.constant_pad_nd(x, pad)
+    fixed[d0] = torch.where(padding, slot, fixed[d0])
+    out = node.target(wide, fixed, *args[2:], **kwargs)
+    return out.narrow(d0, 0, slot)
+
+
+def _grouped_mm_rule(ctx, node, args, kwargs):
+    """_grouped_mm(a (M, K), b (G, K, N), offs (G,)) on padded rows as one
+    fixed-shape program. On tpu the op is ATen's composite fallback, which
+    reads offs on the host and runs one mm per group at its size: the
+    padded graph's trace would be cut there and compile per routing. Here
+    each row's group is the number of offsets <= its index; with few rows
+    (decode) each row gathers its group's matrix, else every group
+    multiplies every row and each row keeps its own group's product. Rows
+    past offs[-1] (the padding, when the offsets count real rows) come out
+    0."""
+    a, b = args[0], args[1]
+    offs = args[2] if len(args) > 2 else kwargs["offs"]
+    m, groups = a.shape[0], b.shape[0]
+    rows = torch.arange(m, device=a.device)
+    group = (rows.unsqueeze(1) >= offs.unsqueeze(0).to(rows.dtype)).sum(1)
+    inside = group < groups
+    if m <= groups:
+        w = b.index_select(0, group.clamp(max=groups - 1))
+        out = torch.bmm(a.unsqueeze(1), w).squeeze(1)
+    else:
+        every = torch.matmul(a.unsqueeze(0), b)  # (G, M, N)
+        mine = group.unsqueeze(0) == torch.arange(groups, device=a.device).unsqueeze(1)
+        out = torch.where(mine.unsqueeze(-1), every, 0).sum(0)
+    return torch.where(inside.unsqueeze(-1), out, 0)
+
+
+def _gather_rule(ctx, node, args, kwargs):
+    """gather(self, dim, index): the padding entries of index (garbage,
+    maybe out of range) become 0, so they read a real entry into padding."""
+    args = list(args)
+    idx = args[2]
+    for d, e in dyn_dims(_meta(node.args[2])).items():
+        idx = torch.where(ctx.mask(e, idx, d), idx, 0)
+    args[2] = idx
+    return node.target(*args, **kwargs)
+
+
+def _scatter_rule(ctx, node, args, kwargs):
+    """scatter*(self, dim, index, src): the writes of the padding entries of
+    index, along any of its padded dims, could land on real entries of self:
+    they go to one extra slot appended to self along dim, cut off after the
+    scatter (index_put does the same)."""
+    args = list(args)
+    x, idx = args[0], args[2]
+    dim = _norm_dim(args[1], x.dim())
+    padding = None
+    for d, e in dyn_dims(_meta(node.args[2])).items():
+        pad = ~ctx.mask(e, idx, d)
+        padding = pad if padding is None else padding | pad
+    if padding is None:
+        return node.target(*args, **kwargs)
+    slot = x.shape[dim]
+    widen = [0] * (2 * x.dim())
+    widen[2 * (x.dim() - 1 - dim) + 1] = 1
+    args[0] = torch.constant_pad_nd(x, widen)
+    args[2] = torch.where(padding, slot, idx)
+    return node.target(*args, **kwargs).narrow(dim, 0, slot)
+
+
+def _histc_rule(ctx, node, args, kwargs):
+    """histc over padded dims (it flattens all): the padding becomes a value
+    outside [min, max], which histc does not count (NaN for floats)."""
+    x = args[0]
+    fill = _histc_fill(node)
+    for d, e in dyn_dims(_meta(node.args[0])).items():
+        x = torch.where(ctx.mask(e, x, d), x, fill)
+    return node.target(x, *args[1:], **kwargs)
+
+
+def _histc_fill(node):
+    a, kw = node.args, node.kwargs
+    lo = a[2] if len(a) > 2 else kw.get("min", 0)
+    hi = a[3] if len(a) > 3 else kw.get("max", 0)
+    if lo == hi:
+        raise Unsupported(f"{node.target} over a padded dim with the data's range (min == max): "
+                          "the padding would move the bins")
+    dtype = _meta(node.args[0]).dtype
+    if dtype.is_floating_point:
+        return float("nan")
+    info = torch.iinfo(dtype)
+    if lo > info.min:
+        return info.min
+    if hi < info.max:
+        return info.max
+    raise Unsupported(f"{node.target} over a padded dim with the whole range of {dtype}")
+
+
+def _view_groups(node):
+    """Raises Unsupported unless the view keeps the padding of every padded
+    dim at its end. The shapes are cut into groups of dims whose sizes have
+    equal products (found with distinct large values for the symbols,
+    checked symbolically). A padded dim (real n of padded N) merged with
+    static dims inside it, (s, 4) -> (4*s,), has its real entries first:
+    4*n of 4*N, a prefix, which is exactly what a padded dim of size 4*s
+    holds, and a split (4*s,) -> (s, 4) is the same layout read back. A
+    padded dim with non-trivial dims outside it, (2, s) -> (2*s,), or two
+    padded dims in one group, (s, t) -> (s*t,), interleave padding with real
+    entries: refused."""
+    import sympy
+
+    def exprs(val):
+        return [sympy.sympify(sym_expr(s) if sym_expr(s) is not None else int(s)) for s in val.shape]
+
+    ins, outs = exprs(_meta(node.args[0])), exprs(_meta(node))
+    symbols = sorted(set().union(*(e.free_symbols for e in ins + outs)), key=str)
+    generic = {s: sympy.Integer(100003 + 1000 * i) for i, s in enumerate(symbols)}
+    vin = [int(e.xreplace(generic)) for e in ins]
+    vout = [int(e.xreplace(generic)) for e in outs]
+    if 0 in vin or 0 in vout:
+        raise Unsupported(f"{node.target} of an empty tensor with padded dims")
+    i = j = 0
+    while i < len(vin) or j < len(vout):
+        gi, gj = [], []
+        pi = pj = 1
+        if i < len(vin):
+            gi.append(i)
+            pi *= vin[i]
+            i += 1
+        if j < len(vout):
+            gj.append(j)
+            pj *= vout[j]
+            j += 1
+        while pi != pj:
+            if pi < pj and i < len(vin):
+                gi.append(i)
+                pi *= vin[i]
+                i += 1
+            elif pj < pi and j < len(vout):
+                gj.append(j)
+                pj *= vout[j]
+                j += 1
+            else:
+                raise Unsupported(f"{node.target}: no matching dims for {ins} -> {outs}")
+        prod_in = sympy.Mul(*[ins[k] for k in gi])
+        prod_out = sympy.Mul(*[outs[k] for k in gj])
+        if sympy.expand(prod_in - prod_out) != 0:
+            raise Unsupported(f"{node.target}: sizes {ins} -> {outs} do not match symbolically")
+        for side, group in ((ins, gi), (outs, gj)):
+            _check_prefix_group(node, [side[k] for k in group], ins, outs)
+
+
+def _check_prefix_group(node, sizes, ins, outs) -> None:
+    padded = [k for k, e in enumerate(sizes) if e.free_symbols]
+    if not padded:
+        return
+    if len(padded) > 1:
+        raise Unsupported(f"{node.target} merges or splits two padded dims ({sizes[padded[0]]}, {sizes[padded[1]]}; "
+                          f"{ins} -> {outs}): their padding would interleave with real entries")
+    outer = [e for e in sizes[:padded[0]] if e != 1]
+    if outer:
+        raise Unsupported(f"{node.target} merges or splits the padded dim {sizes[padded[0]]} with dims outside it "
+                          f"({', '.join(map(str, outer))}; {ins} -> {outs}): its padding would interleave with "
+                          "real entries")
+
+
 # ---- choosing a rule ------------------------------------------------------------
 
 _PASSIVE = {
@@ -300,7 +546,20 @@ _FACTORIES = {
     aten.arange.default, aten.arange.start, aten.arange.start_step, aten.full.default, aten.zeros.default,
     aten.ones.default, aten.empty.memory_format, aten.new_zeros.default, aten.new_ones.default,
     aten.new_empty.default, aten.new_full.default, aten.empty_strided.default,
+    aten.empty_permuted.default, aten.empty_like.default, aten.zeros_like.default, aten.ones_like.default,
+    aten.full_like.default,
 }
+
+# Views that may merge or split dims (_view_groups says which are exact).
+_VIEWS = {aten.view.default, aten._unsafe_view.default, aten.reshape.default}
+
+_SCATTERS = {aten.scatter.value, aten.scatter.src, aten.scatter_add.default, aten.scatter_reduce.two,
+             aten.scatter.value_reduce, aten.scatter.reduce}
+
+_INDEX_PUTS = {aten.index_put.default, aten._unsafe_index_put.default}
+
+# Elementwise ops without the pointwise tag.
+_POINTWISE = {aten.floor_divide.default, aten.floor_divide.Scalar}
 
 _MASKED_REDUCTIONS = {
     aten.sum.dim_IntList: lambda x: 0, aten.sum.default: lambda x: 0,
@@ -421,7 +680,7 @@ def plan(node: torch.fx.Node) -> Callable:
         return run_plain
     if t is aten.arange.start and sym_expr(_meta(node.args[0])) is not None:
         return _arange_start_rule
-    if t not in (aten.slice.Tensor, aten.select.int) and not (torch.Tag.pointwise in t.tags):
+    if not (torch.Tag.pointwise in t.tags or t in _POINTWISE):
         _check_sym_args_are_sizes(node)
     if t is aten.mean.dim or t is aten.mean.default:
         return _mean_rule if set(padded_in) & _reduced_dims(node, x.dim()) else run_plain
@@ -445,16 +704,38 @@ def plan(node: torch.fx.Node) -> Callable:
             dim = node.args[1] if len(node.args) > 1 else 0
         if _norm_dim(dim, x.dim()) in padded_in:
             raise Unsupported(f"{t} along a padded dim")
-    if t in (aten.topk.default, aten.sort.default):
+    if t in (aten.topk.default, aten.sort.default, aten.sort.stable):
         # Along a static dim each row is ranked on its own (an MoE router's
         # top-k experts per token): padded rows give garbage rows, which
-        # stay padding. Along a padded dim the padding would be ranked.
-        dim = node.args[2] if t is aten.topk.default and len(node.args) > 2 else node.kwargs.get("dim", -1)
-        if t is aten.sort.default and len(node.args) > 1:
-            dim = node.args[1]
-        if _norm_dim(dim, x.dim()) in padded_in:
-            raise Unsupported(f"{t} along a padded dim")
+        # stay padding. Along a padded dim the padding is ranked last.
+        if _norm_dim(_ranked_dim(node)[0], x.dim()) in padded_in:
+            return _ranked_rule
         return run_plain
+    if t is aten.index.Tensor or t in _INDEX_PUTS:
+        for n in node.args[1]:
+            if n is not None and _meta(n).dtype in (torch.bool, torch.uint8):
+                raise Unsupported(f"{t} with a boolean mask on padded sizes")
+        return _index_list_rule if t is aten.index.Tensor else _index_put_rule
+    if t is aten.gather.default:
+        return _gather_rule
+    if t in _SCATTERS:
+        return _scatter_rule
+    if t is aten.histc.default:
+        _histc_fill(node)
+        return _histc_rule
+    if t is aten._grouped_mm.default:
+        # 2-D rows times 3-D experts: each output row depends on its own row
+        # and its group alone, so padded rows (past offs[-1] when the
+        # offsets count real rows: the histc rule) stay padding.
+        a, b = _meta(node.args[0]), _meta(node.args[1])
+        others = [n for n in _tensor_args(node)[1:] if dyn_dims(_meta(n))]
+        if a.dim() != 2 or b.dim() != 3 or set(dyn_dims(a)) - {0} or others:
+            raise Unsupported(f"{t} with a padded contracted, group or batch dim")
+        names = [x.name for x in t._schema.arguments]
+        given = dict(zip(names, node.args), **node.kwargs)
+        if given.get("bias") is not None or given.get("out_dtype") not in (None, a.dtype):
+            raise Unsupported(f"{t} with bias or out_dtype on padded sizes")
+        return _grouped_mm_rule
     if t is aten.copy.default:
         # copy(self, src): src broadcast into self's shape, entry by entry
         # (functionalised `x[...].copy_(y)`); padding stays padding.
@@ -469,10 +750,13 @@ def plan(node: torch.fx.Node) -> Callable:
         if _norm_dim(dim, x.dim()) in padded_in or not _preserves_padded_dims(node):
             raise Unsupported(f"{t} along a padded dim")
         return run_plain
-    if torch.Tag.pointwise in t.tags:
+    if torch.Tag.pointwise in t.tags or t in _POINTWISE:
         return _scalar_operands(node) if _sym_args(node) else run_plain
     if t in _FACTORIES:
         return run_plain
+    if t in _VIEWS:
+        _view_groups(node)
+        return _view_rule if t is not aten.reshape.default else run_plain
     if t in _PASSIVE:
         if not _preserves_padded_dims(node):
             raise Unsupported(f"{t} merges or splits a padded dim")
