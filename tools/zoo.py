@@ -286,8 +286,22 @@ def run_arch(arch, info, opts):
         res["reason"] = f"class not importable (optional dependency): {_short(e)}"
         return res
     try:
-        cfg = zc.tiny_config(arch, info["model_type"])
-        n = zc.n_params_meta(cls, cfg)
+        try:
+            cfg = zc.tiny_config(arch, info["model_type"])
+            n = zc.n_params_meta(cls, cfg)
+        except Exception:
+            # A decoder of a composite model (MusicgenForCausalLM) is listed
+            # under the composite's model type but is built from its own
+            # config class (MusicgenDecoderConfig): the mapping's config
+            # lacks its attributes. Most such classes take the composite's
+            # config too (Mllama, Llama4), so the class's own config is the
+            # fallback, not the rule.
+            own = getattr(cls, "config_class", None)
+            if own is None or own is type(zc.tiny_config(arch, info["model_type"])):
+                raise
+            cfg = zc.tiny_config(arch, info["model_type"], own)
+            n = zc.n_params_meta(cls, cfg)
+            notes.append(f"built from {own.__name__} (the class's own config class)")
     except Exception as e:  # noqa: BLE001
         res["reason"] = f"config can't be made tiny: {_short(e)}"
         return res

@@ -353,12 +353,12 @@ def _shrink(cfg, pre=None):
     return cfg
 
 
-def tiny_config(arch, model_type):
-    """The model type's default config, shrunk. OVERRIDES[model_type] then
-    OVERRIDES[arch]: a dict is merged into the shrunk to_dict() before the
-    config is rebuilt (so derived fields follow; a dict value for a
-    sub-config updates its attributes), a callable(cfg) edits the built
-    config."""
+def tiny_config(arch, model_type, config_class=None):
+    """The model type's default config (or `config_class`'s), shrunk.
+    OVERRIDES[model_type] then OVERRIDES[arch]: a dict is merged into the
+    shrunk to_dict() before the config is rebuilt (so derived fields follow;
+    a dict value for a sub-config updates its attributes), a callable(cfg)
+    edits the built config."""
     from transformers import CONFIG_MAPPING
 
     pre, post = {}, []
@@ -368,7 +368,7 @@ def tiny_config(arch, model_type):
             post.append(o)
         elif o:
             pre.update(o)
-    cfg = _shrink(CONFIG_MAPPING[model_type](), pre)
+    cfg = _shrink((config_class or CONFIG_MAPPING[model_type])(), pre)
     for o in post:
         o(cfg)
     return cfg

@@ -98,9 +98,18 @@ def _scalar_operands(node: torch.fx.Node) -> Callable:
     the program."""
     schema = node.target._schema
     positions = []
+    op = node.target
     for i, a in enumerate(node.args):
         if sym_expr(_meta(a)) is not None:
-            if i >= len(schema.arguments) or not isinstance(schema.arguments[i].type, torch.TensorType):
+            arg = schema.arguments[i] if i < len(schema.arguments) else None
+            if arg is not None and isinstance(arg.type, torch.NumberType) and i == 1 \
+                    and isinstance(_meta(node.args[0]), torch.Tensor):
+                # `n - 1 - arange(n)` is rsub.Scalar(t, s): the Scalar
+                # overload's Tensor sibling (rsub.Tensor, add.Tensor, pow.
+                # Tensor_Tensor ...) takes the 0-dim tensor and promotes as
+                # the Scalar would (a 0-dim operand does not widen the other)
+                op = node.target.overloadpacket
+            elif arg is None or not isinstance(arg.type, torch.TensorType):
                 raise Unsupported(f"{node.target}: symbolic value in a non-tensor argument")
             positions.append(i)
     for k, a in node.kwargs.items():
@@ -111,7 +120,7 @@ def _scalar_operands(node: torch.fx.Node) -> Callable:
         args = list(args)
         for i in positions:
             args[i] = ctx.real_value(sym_expr(_meta(node.args[i])))
-        return node.target(*args, **kwargs)
+        return op(*args, **kwargs)
 
     return rule
 
@@ -262,6 +271,31 @@ def _select_rule(ctx, node, args, kwargs):
         return x.select(dim, int(index))
     i = torch.as_tensor(i, device=x.device).reshape(1).clamp(0, x.shape[dim] - 1)
     return x.index_select(dim, i).squeeze(dim)
+
+
+def _gather_rule(ctx, node, args, kwargs):
+    """gather(x, dim, index): out[..i..] = x[..index[..i..]..] along `dim`.
+    Real entries of the index point at real entries of x (torch requires
+    it), whether `dim` is padded or not; the index's padding (garbage, or
+    whatever produced it) could be out of range and trip the bounds
+    check, so it is set to 0 first."""
+    index = args[2]
+    for d, e in dyn_dims(_meta(node.args[2])).items():
+        index = torch.where(ctx.mask(e, index, d), index, 0)
+    return node.target(args[0], args[1], index, *args[3:], **kwargs)
+
+
+def _conv_rule(ctx, node, args, kwargs):
+    """convolution with the input padded along its channels or spatial
+    dims: the padding is zeroed first. A real output entry then reads real
+    entries and zeros, exactly the zeros its own padding (or, transposed,
+    the absence of input) would give: a causal conv1d (Mamba's, padding
+    k - 1, cut back to the length) over a padded sequence."""
+    x = args[0]
+    for d, e in dyn_dims(_meta(node.args[0])).items():
+        if d > 0:
+            x = torch.where(ctx.mask(e, x, d), x, 0)
+    return node.target(x, *args[1:], **kwargs)
 
 
 def _view_rule(ctx, node, args, kwargs):
@@ -455,6 +489,20 @@ def plan(node: torch.fx.Node) -> Callable:
         if _norm_dim(dim, x.dim()) in padded_in:
             raise Unsupported(f"{t} along a padded dim")
         return run_plain
+    if t is aten.gather.default:
+        # Off `dim`, out and index have the index's sizes and read x at the
+        # same positions: a padded index dim must be x's same padded dim
+        # (a static one stays inside x's real entries, as torch checks).
+        gdim = _norm_dim(node.args[1], max(x.dim(), 1))
+        padded_x = dyn_dims(x)
+        for d, e in dyn_dims(_meta(node.args[2])).items():
+            if d != gdim and padded_x.get(d) != e:
+                raise Unsupported(f"{t}: padded index dim {d} that the input lacks")
+        return _gather_rule
+    if t is aten.convolution.default:
+        if any(dyn_dims(_meta(n)) for n in node.args[1:3]):
+            raise Unsupported(f"{t} with a padded weight or bias")
+        return _conv_rule
     if t is aten.copy.default:
         # copy(self, src): src broadcast into self's shape, entry by entry
         # (functionalised `x[...].copy_(y)`); padding stays padding.
