@@ -369,3 +369,19 @@ def test_convolution_along_a_padded_dim():
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a graph run at exact sizes warns
         assert run_sizes(fn, [5, 6, 7], lambda n: [torch.randn(1, 4, n)] + params, {0: 2}) == 1
+
+
+def test_split_and_cumsum_along_a_padded_dim():
+    """ProphetNet chunks its main and predict streams along the padded
+    sequence (cat of two streams, then split) and counts positions with a
+    cumsum along it: pieces start at the real offsets, scans run as they
+    are."""
+    def fn(x):
+        z = torch.cat([x + 1, x * 2], 1)
+        a, b = z.split([x.shape[1], x.shape[1]], dim=1)
+        c, d = z.split([2, 2 * x.shape[1] - 2], dim=1)
+        return a, b, c, d.sum(1), x.cumsum(1), x.cummax(1)[0]
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a graph run at exact sizes warns
+        assert run_sizes(fn, [5, 6, 7], lambda n: [torch.randn(2, n)], {0: 1}) == 1

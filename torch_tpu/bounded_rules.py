@@ -298,6 +298,23 @@ def _conv_rule(ctx, node, args, kwargs):
     return node.target(x, *args[1:], **kwargs)
 
 
+def _split_rule(ctx, node, args, kwargs):
+    """split along a padded dim (ProphetNet's chunk of its main and
+    predict streams): the real pieces sit end to end (as cat along a
+    padded dim leaves them), so piece i is gathered from the sum of the
+    real sizes before it, padded to its own bucket."""
+    x = args[0]
+    dim = _norm_dim(node.args[2] if len(node.args) > 2 else node.kwargs.get("dim", 0), x.dim())
+    start, pieces = 0, []
+    for m in _meta(node):
+        e = dyn_dims(m).get(dim)
+        size = ctx.padded_shape(m)[dim]
+        pos = (torch.arange(size, device=x.device) + start).clamp(0, x.shape[dim] - 1)
+        pieces.append(x.index_select(dim, pos))
+        start = start + (ctx.real_value(e) if e is not None else m.shape[dim])
+    return pieces
+
+
 def _view_rule(ctx, node, args, kwargs):
     """A padded input may be a strided view of a larger storage (a result
     narrowed by the previous call) where the real one was contiguous: if it
@@ -478,7 +495,14 @@ def plan(node: torch.fx.Node) -> Callable:
         if t is aten.unbind.int:
             dim = node.args[1] if len(node.args) > 1 else 0
         if _norm_dim(dim, x.dim()) in padded_in:
-            raise Unsupported(f"{t} along a padded dim")
+            if t is aten.unbind.int:
+                raise Unsupported(f"{t} along a padded dim")
+            return _split_rule
+    if t in (aten.cumsum.default, aten.cumprod.default, aten.logcumsumexp.default,
+             aten.cummax.default, aten.cummin.default):
+        # a prefix scan: a real entry reads only the entries before it,
+        # real too, along any dim (position ids from attention_mask.cumsum)
+        return run_plain
     if t in (aten.topk.default, aten.sort.default):
         # Along a static dim each row is ranked on its own (an MoE router's
         # top-k experts per token): padded rows give garbage rows, which
