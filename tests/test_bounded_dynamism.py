@@ -385,3 +385,15 @@ def test_split_and_cumsum_along_a_padded_dim():
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a graph run at exact sizes warns
         assert run_sizes(fn, [5, 6, 7], lambda n: [torch.randn(2, n)], {0: 1}) == 1
+
+
+def test_constant_pad_along_a_padded_dim():
+    """F.pad growing the padded dim (Qwen3-Next pads its sequence to a
+    chunk multiple): the pad values sit right after the real entries."""
+    def fn(x):
+        x = x + 1  # the padding is no longer zero
+        return F.pad(x, (2, 3), value=-1.5), F.pad(x, (0, 0, 1, 2)).sum(-1)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a graph run at exact sizes warns
+        assert run_sizes(fn, [5, 6, 7], lambda n: [torch.randn(2, n)], {0: 1}) == 1

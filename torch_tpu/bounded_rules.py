@@ -315,6 +315,22 @@ def _split_rule(ctx, node, args, kwargs):
     return pieces
 
 
+def _constant_pad_rule(ctx, node, args, kwargs):
+    """constant_pad_nd growing a padded dim at its end: the pad values
+    belong right after the real entries, where the padding is; padded, they
+    land after it. The entries from left + real size on are set to the
+    value (the rest of them is padding again). Left pads and crops shift
+    real and padded entries alike."""
+    x, pad = args[0], list(args[1])
+    value = args[2] if len(args) > 2 else kwargs.get("value", 0)
+    out = node.target(*args, **kwargs)
+    for d, e in dyn_dims(_meta(node.args[0])).items():
+        k = x.dim() - 1 - d  # pad[2k], pad[2k + 1]: dim d's left and right
+        if 2 * k + 1 < len(pad) and pad[2 * k + 1] > 0:
+            out = torch.where(ctx.mask(e + pad[2 * k], out, d), out, value)
+    return out
+
+
 def _view_rule(ctx, node, args, kwargs):
     """A padded input may be a strided view of a larger storage (a result
     narrowed by the previous call) where the real one was contiguous: if it
@@ -523,6 +539,10 @@ def plan(node: torch.fx.Node) -> Callable:
             if d != gdim and padded_x.get(d) != e:
                 raise Unsupported(f"{t}: padded index dim {d} that the input lacks")
         return _gather_rule
+    if t is aten.constant_pad_nd.default:
+        if any(sym_expr(_meta(p)) is not None for p in node.args[1]):
+            raise Unsupported(f"{t} with a symbolic pad")
+        return _constant_pad_rule
     if t is aten.convolution.default:
         if any(dyn_dims(_meta(n)) for n in node.args[1:3]):
             raise Unsupported(f"{t} with a padded weight or bias")
