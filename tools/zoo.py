@@ -443,7 +443,7 @@ def _generate(ref, tpu, inputs, cfg, notes, phase, partial=None):
     import zoo_configs as zc
 
     out = {}
-    ids = inputs["input_ids"][:1, :4]
+    ids = inputs["input_ids"][: zc.codebook_rows(cfg), :4]  # one batch element
     kw = dict(max_new_tokens=GEN_TOKENS, do_sample=False, eos_token_id=None,
               pad_token_id=0, num_beams=1)
     try:

@@ -422,6 +422,11 @@ OVERRIDES: dict = {
     # Molmo 2 reads ViT layers 24 and 18 (negative indices wrap to the depth)
     "molmo2": {"adapter_config": {"vision_feature_layer": [-1, -2]}},
     "fun_asr_nano": {"adaptor_config": {"intermediate_size": HIDDEN // 4}},
+    # MusicGen's decoders start generate's delay pattern from
+    # decoder_start_token_id, which their own configs leave unset (the
+    # composite model's config gives it)
+    "MusicgenForCausalLM": {"decoder_start_token_id": VOCAB - 1},
+    "MusicgenMelodyForCausalLM": {"decoder_start_token_id": VOCAB - 1},
 }
 
 
@@ -568,6 +573,14 @@ def _fill_required(c, params, cfg, gen):
     return c
 
 
+def codebook_rows(cfg):
+    """MusicGen's decoders take one row of ids per codebook and batch
+    element, (batch x num_codebooks, length); other models one per element."""
+    if getattr(cfg, "model_type", "") in ("musicgen_decoder", "musicgen_melody_decoder"):
+        return int(getattr(cfg, "num_codebooks", 1) or 1)
+    return 1
+
+
 def make_inputs(model, cfg, family, seed=0):
     """Candidate input dicts (CPU tensors) for `model(**inputs)`, most
     complete first: the harness uses the first one CPU's forward accepts.
@@ -591,6 +604,7 @@ def make_inputs(model, cfg, family, seed=0):
         return [c]
     if main == "input_ids" or (main not in params and "input_ids" in params):
         shape = (BATCH, 2, SEQ) if family == "MODEL_FOR_MULTIPLE_CHOICE" else (BATCH, SEQ)
+        shape = (BATCH * codebook_rows(cfg),) + shape[1:]
         ids = text_ids(cfg, shape, gen)
         eos = getattr(cfg, "eos_token_id", None)
         if isinstance(eos, int) and 0 <= eos < (getattr(cfg, "vocab_size", None) or VOCAB):
