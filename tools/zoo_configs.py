@@ -425,6 +425,8 @@ OVERRIDES: dict = {
     # MusicGen's decoders start generate's delay pattern from
     # decoder_start_token_id, which their own configs leave unset (the
     # composite model's config gives it)
+    # Reformer's LM head asserts a decoder config
+    "ReformerModelWithLMHead": {"is_decoder": True},
     "MusicgenForCausalLM": {"decoder_start_token_id": VOCAB - 1},
     "MusicgenMelodyForCausalLM": {"decoder_start_token_id": VOCAB - 1},
 }
