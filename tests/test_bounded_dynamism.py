@@ -461,3 +461,73 @@ def test_symbolic_int_argument_shapes_exactly():
                 assert g.shape == w.shape
                 assert_close(g.cpu(), w, **TOL)
     assert bounded_compiles() - before == 1
+
+
+def test_gather_along_static_and_padded_dims():
+    """gather runs padded: an MoE router's weights of its top-k experts
+    (MiniMax-M2, PhiMoE: tokens padded, gathered along the experts), and
+    along the padded dim itself, with an index whose padding would be out
+    of range (n - 1 - arange(P) is negative past n) unless masked."""
+    def router(x):
+        w = x.softmax(-1)
+        v, i = w.topk(2, dim=-1)
+        return w.gather(1, i) + v
+
+    def along(x, i):
+        n = x.shape[0]
+        rev = (n - 1 - torch.arange(n, device=x.device)).unsqueeze(1).expand(-1, x.shape[1])
+        return x.gather(0, rev), x.t().gather(1, i)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a graph run at exact sizes warns
+        assert run_sizes(router, [5, 6, 7], lambda n: [torch.randn(n, 6)], {0: 0}) == 1
+        make = lambda n: [torch.randn(n, 3), torch.randint(0, 5, (3, 4))]  # noqa: E731
+        assert run_sizes(along, [5, 6, 7], make, {0: 0}) == 1
+
+
+def test_convolution_along_a_padded_dim():
+    """A causal depthwise conv1d over the padded sequence (Mamba's:
+    padding k - 1, cut back to the length), a centred one and a strided
+    transposed one, whose last real outputs read past the real input: the
+    input's padding is zeroed, so they see CPU's zeros."""
+    conv = nn.Conv1d(4, 4, 3, padding=2, groups=4)
+    up = nn.ConvTranspose1d(4, 2, 3, stride=2, padding=1, output_padding=1)
+
+    def fn(x, w, b, wu, bu):
+        x = x + 1  # the padding is no longer zero
+        causal = F.conv1d(x, w, b, padding=2, groups=4)[..., : x.shape[-1]]
+        centred = F.conv1d(x, w, b, padding=1, groups=4)
+        return causal, centred, F.conv_transpose1d(x, wu, bu, stride=2, padding=1, output_padding=1)
+
+    params = [conv.weight.detach(), conv.bias.detach(), up.weight.detach(), up.bias.detach()]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a graph run at exact sizes warns
+        assert run_sizes(fn, [5, 6, 7], lambda n: [torch.randn(1, 4, n)] + params, {0: 2}) == 1
+
+
+def test_split_and_cumsum_along_a_padded_dim():
+    """ProphetNet chunks its main and predict streams along the padded
+    sequence (cat of two streams, then split) and counts positions with a
+    cumsum along it: pieces start at the real offsets, scans run as they
+    are."""
+    def fn(x):
+        z = torch.cat([x + 1, x * 2], 1)
+        a, b = z.split([x.shape[1], x.shape[1]], dim=1)
+        c, d = z.split([2, 2 * x.shape[1] - 2], dim=1)
+        return a, b, c, d.sum(1), x.cumsum(1), x.cummax(1)[0]
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a graph run at exact sizes warns
+        assert run_sizes(fn, [5, 6, 7], lambda n: [torch.randn(2, n)], {0: 1}) == 1
+
+
+def test_constant_pad_along_a_padded_dim():
+    """F.pad growing the padded dim (Qwen3-Next pads its sequence to a
+    chunk multiple): the pad values sit right after the real entries."""
+    def fn(x):
+        x = x + 1  # the padding is no longer zero
+        return F.pad(x, (2, 3), value=-1.5), F.pad(x, (0, 0, 1, 2)).sum(-1)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a graph run at exact sizes warns
+        assert run_sizes(fn, [5, 6, 7], lambda n: [torch.randn(2, n)], {0: 1}) == 1

@@ -583,8 +583,8 @@ def _model_config_class(arch, model_type):
     return None
 
 
-def tiny_config(arch, model_type):
-    """The model type's default config, shrunk. OVERRIDES[model_type] then
+def tiny_config(arch, model_type, config_class=None):
+    """The model type's default config (or `config_class`'s), shrunk. OVERRIDES[model_type] then
     OVERRIDES[arch]: a dict is merged into the shrunk to_dict() before the
     config is rebuilt (so derived fields follow; a dict value for a
     sub-config updates its attributes), a callable(cfg) edits the built
@@ -601,10 +601,10 @@ def tiny_config(arch, model_type):
             post.append(o)
         elif o:
             pre.update(o)
-    cc = _model_config_class(arch, model_type)
+    cc = None if config_class is not None else _model_config_class(arch, model_type)
 
     def build(wide):
-        cfg = _shrink(CONFIG_MAPPING[model_type](), pre, wide)
+        cfg = _shrink((config_class or CONFIG_MAPPING[model_type])(), pre, wide)
         if cc is not None:
             sub = next((v for _, v in _sub_configs(cfg) if type(v) is cc), None)
             cfg = sub if sub is not None else _shrink(cc(), pre, wide)
@@ -723,6 +723,13 @@ OVERRIDES: dict = {
     # Molmo 2 reads ViT layers 24 and 18 (negative indices wrap to the depth)
     "molmo2": {"adapter_config": {"vision_feature_layer": [-1, -2]}},
     "fun_asr_nano": {"adaptor_config": {"intermediate_size": HIDDEN // 4}},
+    # MusicGen's decoders start generate's delay pattern from
+    # decoder_start_token_id, which their own configs leave unset (the
+    # composite model's config gives it)
+    # Reformer's LM head asserts a decoder config
+    "ReformerModelWithLMHead": {"is_decoder": True},
+    "MusicgenForCausalLM": {"decoder_start_token_id": VOCAB - 1},
+    "MusicgenMelodyForCausalLM": {"decoder_start_token_id": VOCAB - 1},
 }
 
 
@@ -947,6 +954,14 @@ def _fill_required(c, params, cfg, gen):
     return c
 
 
+def codebook_rows(cfg):
+    """MusicGen's decoders take one row of ids per codebook and batch
+    element, (batch x num_codebooks, length); other models one per element."""
+    if getattr(cfg, "model_type", "") in ("musicgen_decoder", "musicgen_melody_decoder"):
+        return int(getattr(cfg, "num_codebooks", 1) or 1)
+    return 1
+
+
 def make_inputs(model, cfg, family, seed=0):
     """Candidate input dicts (CPU tensors) for `model(**inputs)`, most
     complete first: the harness uses the first one CPU's forward accepts.
@@ -978,6 +993,7 @@ def make_inputs(model, cfg, family, seed=0):
         return [c] + _single_frame_patches(cfg, c, key)
     if main == "input_ids" or (main not in params and "input_ids" in params):
         shape = (BATCH, 2, SEQ) if family == "MODEL_FOR_MULTIPLE_CHOICE" else (BATCH, SEQ)
+        shape = (BATCH * codebook_rows(cfg),) + shape[1:]
         ids = text_ids(cfg, shape, gen)
         eos = getattr(cfg, "eos_token_id", None)
         if isinstance(eos, int) and 0 <= eos < (getattr(cfg, "vocab_size", None) or VOCAB):

@@ -98,9 +98,18 @@ def _scalar_operands(node: torch.fx.Node) -> Callable:
     the program."""
     schema = node.target._schema
     positions = []
+    op = node.target
     for i, a in enumerate(node.args):
         if sym_expr(_meta(a)) is not None:
-            if i >= len(schema.arguments) or not isinstance(schema.arguments[i].type, torch.TensorType):
+            arg = schema.arguments[i] if i < len(schema.arguments) else None
+            if arg is not None and isinstance(arg.type, torch.NumberType) and i == 1 \
+                    and isinstance(_meta(node.args[0]), torch.Tensor):
+                # `n - 1 - arange(n)` is rsub.Scalar(t, s): the Scalar
+                # overload's Tensor sibling (rsub.Tensor, add.Tensor, pow.
+                # Tensor_Tensor ...) takes the 0-dim tensor and promotes as
+                # the Scalar would (a 0-dim operand does not widen the other)
+                op = node.target.overloadpacket
+            elif arg is None or not isinstance(arg.type, torch.TensorType):
                 raise Unsupported(f"{node.target}: symbolic value in a non-tensor argument")
             positions.append(i)
     for k, a in node.kwargs.items():
@@ -111,7 +120,7 @@ def _scalar_operands(node: torch.fx.Node) -> Callable:
         args = list(args)
         for i in positions:
             args[i] = ctx.real_value(sym_expr(_meta(node.args[i])))
-        return node.target(*args, **kwargs)
+        return op(*args, **kwargs)
 
     return rule
 
@@ -269,6 +278,64 @@ def _select_rule(ctx, node, args, kwargs):
     return x.index_select(dim, i).squeeze(dim)
 
 
+def _gather_rule(ctx, node, args, kwargs):
+    """gather(x, dim, index): out[..i..] = x[..index[..i..]..] along `dim`.
+    Real entries of the index point at real entries of x (torch requires
+    it), whether `dim` is padded or not; the index's padding (garbage, or
+    whatever produced it) could be out of range and trip the bounds
+    check, so it is set to 0 first."""
+    index = args[2]
+    for d, e in dyn_dims(_meta(node.args[2])).items():
+        index = torch.where(ctx.mask(e, index, d), index, 0)
+    return node.target(args[0], args[1], index, *args[3:], **kwargs)
+
+
+def _conv_rule(ctx, node, args, kwargs):
+    """convolution with the input padded along its channels or spatial
+    dims: the padding is zeroed first. A real output entry then reads real
+    entries and zeros, exactly the zeros its own padding (or, transposed,
+    the absence of input) would give: a causal conv1d (Mamba's, padding
+    k - 1, cut back to the length) over a padded sequence."""
+    x = args[0]
+    for d, e in dyn_dims(_meta(node.args[0])).items():
+        if d > 0:
+            x = torch.where(ctx.mask(e, x, d), x, 0)
+    return node.target(x, *args[1:], **kwargs)
+
+
+def _split_rule(ctx, node, args, kwargs):
+    """split along a padded dim (ProphetNet's chunk of its main and
+    predict streams): the real pieces sit end to end (as cat along a
+    padded dim leaves them), so piece i is gathered from the sum of the
+    real sizes before it, padded to its own bucket."""
+    x = args[0]
+    dim = _norm_dim(node.args[2] if len(node.args) > 2 else node.kwargs.get("dim", 0), x.dim())
+    start, pieces = 0, []
+    for m in _meta(node):
+        e = dyn_dims(m).get(dim)
+        size = ctx.padded_shape(m)[dim]
+        pos = (torch.arange(size, device=x.device) + start).clamp(0, x.shape[dim] - 1)
+        pieces.append(x.index_select(dim, pos))
+        start = start + (ctx.real_value(e) if e is not None else m.shape[dim])
+    return pieces
+
+
+def _constant_pad_rule(ctx, node, args, kwargs):
+    """constant_pad_nd growing a padded dim at its end: the pad values
+    belong right after the real entries, where the padding is; padded, they
+    land after it. The entries from left + real size on are set to the
+    value (the rest of them is padding again). Left pads and crops shift
+    real and padded entries alike."""
+    x, pad = args[0], list(args[1])
+    value = args[2] if len(args) > 2 else kwargs.get("value", 0)
+    out = node.target(*args, **kwargs)
+    for d, e in dyn_dims(_meta(node.args[0])).items():
+        k = x.dim() - 1 - d  # pad[2k], pad[2k + 1]: dim d's left and right
+        if 2 * k + 1 < len(pad) and pad[2 * k + 1] > 0:
+            out = torch.where(ctx.mask(e + pad[2 * k], out, d), out, value)
+    return out
+
+
 def _view_rule(ctx, node, args, kwargs):
     """A padded input may be a strided view of a larger storage (a result
     narrowed by the previous call) where the real one was contiguous: if it
@@ -398,17 +465,6 @@ def _grouped_mm_rule(ctx, node, args, kwargs):
         mine = group.unsqueeze(0) == torch.arange(groups, device=a.device).unsqueeze(1)
         out = torch.where(mine.unsqueeze(-1), every, 0).sum(0)
     return torch.where(inside.unsqueeze(-1), out, 0)
-
-
-def _gather_rule(ctx, node, args, kwargs):
-    """gather(self, dim, index): the padding entries of index (garbage,
-    maybe out of range) become 0, so they read a real entry into padding."""
-    args = list(args)
-    idx = args[2]
-    for d, e in dyn_dims(_meta(node.args[2])).items():
-        idx = torch.where(ctx.mask(e, idx, d), idx, 0)
-    args[2] = idx
-    return node.target(*args, **kwargs)
 
 
 def _scatter_rule(ctx, node, args, kwargs):
@@ -703,7 +759,14 @@ def plan(node: torch.fx.Node) -> Callable:
         if t is aten.unbind.int:
             dim = node.args[1] if len(node.args) > 1 else 0
         if _norm_dim(dim, x.dim()) in padded_in:
-            raise Unsupported(f"{t} along a padded dim")
+            if t is aten.unbind.int:
+                raise Unsupported(f"{t} along a padded dim")
+            return _split_rule
+    if t in (aten.cumsum.default, aten.cumprod.default, aten.logcumsumexp.default,
+             aten.cummax.default, aten.cummin.default):
+        # a prefix scan: a real entry reads only the entries before it,
+        # real too, along any dim (position ids from attention_mask.cumsum)
+        return run_plain
     if t in (aten.topk.default, aten.sort.default, aten.sort.stable):
         # Along a static dim each row is ranked on its own (an MoE router's
         # top-k experts per token): padded rows give garbage rows, which
@@ -717,6 +780,14 @@ def plan(node: torch.fx.Node) -> Callable:
                 raise Unsupported(f"{t} with a boolean mask on padded sizes")
         return _index_list_rule if t is aten.index.Tensor else _index_put_rule
     if t is aten.gather.default:
+        # Off `dim`, out and index have the index's sizes and read x at the
+        # same positions: a padded index dim must be x's same padded dim
+        # (a static one stays inside x's real entries, as torch checks).
+        gdim = _norm_dim(node.args[1], max(x.dim(), 1))
+        padded_x = dyn_dims(x)
+        for d, e in dyn_dims(_meta(node.args[2])).items():
+            if d != gdim and padded_x.get(d) != e:
+                raise Unsupported(f"{t}: padded index dim {d} that the input lacks")
         return _gather_rule
     if t in _SCATTERS:
         return _scatter_rule
@@ -736,6 +807,14 @@ def plan(node: torch.fx.Node) -> Callable:
         if given.get("bias") is not None or given.get("out_dtype") not in (None, a.dtype):
             raise Unsupported(f"{t} with bias or out_dtype on padded sizes")
         return _grouped_mm_rule
+    if t is aten.constant_pad_nd.default:
+        if any(sym_expr(_meta(p)) is not None for p in node.args[1]):
+            raise Unsupported(f"{t} with a symbolic pad")
+        return _constant_pad_rule
+    if t is aten.convolution.default:
+        if any(dyn_dims(_meta(n)) for n in node.args[1:3]):
+            raise Unsupported(f"{t} with a padded weight or bias")
+        return _conv_rule
     if t is aten.copy.default:
         # copy(self, src): src broadcast into self's shape, entry by entry
         # (functionalised `x[...].copy_(y)`); padding stays padding.
