@@ -72,6 +72,26 @@ def run_job(args, nproc=2, timeout=120, env=None, kill_rank=None):
             p.wait()
 
 
+def run_session(cmd, env, timeout, merge_stderr=False):
+    """Runs cmd (a launcher and the ranks it starts) in a session of its
+    own and kills the whole session on the way out, whatever happens;
+    (returncode, stdout, stderr). A timeout leaves stdout empty and stderr
+    "timed out"."""
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
+                         text=True, env=env, start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        out, err = "", "timed out"
+    finally:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        p.wait()
+    return p.returncode, out, err or ""
+
+
 def check_job(outs):
     """Asserts every rank exited 0, showing their output otherwise."""
     bad = [(r, rc, out) for r, (rc, out) in enumerate(outs) if rc != 0]

@@ -43,29 +43,16 @@ def test_4_ranks_collectives_2d_mesh_then_dcp_reshard_to_2(tmp_path):
 def _launch(args, timeout):
     """Runs `python -m torch_tpu.distributed.launch --nproc-per-node 2 args`
     in a session of its own, killed whole on the way out; (rc, output)."""
-    import signal
-    import subprocess
     import sys
 
-    from dist_utils import ROOT
+    from dist_utils import ROOT, run_session
 
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     env.pop("TORCH_TPU_NUM_DEVICES", None)
     if "--print-env" in args:
         env["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"
-    p = subprocess.Popen([sys.executable, "-m", "torch_tpu.distributed.launch", "--nproc-per-node", "2", *args],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
-    try:
-        out, err = p.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        out, err = "", "timed out"
-    finally:
-        try:
-            os.killpg(p.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        p.wait()
-    return p.returncode, out, err
+    return run_session([sys.executable, "-m", "torch_tpu.distributed.launch", "--nproc-per-node", "2", *args],
+                       env, timeout)
 
 
 @pytest.mark.mode_independent
@@ -113,31 +100,20 @@ def test_cuda_style_script_under_torchrun(tmp_path):
     # tensor parallel, DTensor, DCP (the worker compares each with one
     # process on CPU to 1e-5); then the checkpoint is loaded here, by one
     # process, into unsharded tpu tensors.
-    import signal
-    import subprocess
     import sys
 
     import torch
     import torch.distributed.checkpoint as dcp
 
-    from dist_utils import ROOT, free_port_pair
+    from dist_utils import ROOT, free_port_pair, run_session
 
     ckpt = str(tmp_path / "ckpt")
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
                TORCH_DEVICE_BACKEND_AUTOLOAD="1")
     env.pop("TORCH_TPU_NUM_DEVICES", None)
-    p = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port",
-                          str(free_port_pair()), WORKER, "train", ckpt], stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True)
-    try:
-        out, _ = p.communicate(timeout=300)
-    finally:
-        try:
-            os.killpg(p.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        p.wait()
-    assert p.returncode == 0, out[-8000:]
+    rc, out, err = run_session([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port",
+                                str(free_port_pair()), WORKER, "train", ckpt], env, 300, merge_stderr=True)
+    assert rc == 0, (out + err)[-8000:]
     assert "rank 0: 0 failure(s)" in out and "rank 1: 0 failure(s)" in out, out[-8000:]
 
     ref = torch.load(os.path.join(ckpt, "reference.pt"))
