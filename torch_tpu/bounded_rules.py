@@ -125,15 +125,30 @@ def _scalar_operands(node: torch.fx.Node) -> Callable:
     return rule
 
 
+def _fill_padding(ctx, t, arg, fill, dims=None):
+    """t (the value of graph argument `arg`) with its padding along every
+    padded dim (or only those in `dims`) replaced by `fill`."""
+    for d, e in dyn_dims(_meta(arg)).items():
+        if dims is None or d in dims:
+            t = torch.where(ctx.mask(e, t, d), t, fill)
+    return t
+
+
+def _dump_slot(x, dim):
+    """x with one extra entry appended along dim, and that entry's index
+    (= x's size): the writes of padding entries go there and are cut off
+    after (index_put, scatter)."""
+    widen = [0] * (2 * x.dim())
+    widen[2 * (x.dim() - 1 - dim) + 1] = 1
+    return torch.constant_pad_nd(x, widen), x.shape[dim]
+
+
 def _masked(fill: Callable[[torch.Tensor], Any]) -> Callable:
     """Reductions over padded dims: padding becomes `fill(x)` first."""
 
     def rule(ctx, node, args, kwargs):
         x = args[0]
-        dims = _reduced_dims(node, x.dim())
-        for d, e in dyn_dims(_meta(node.args[0])).items():
-            if d in dims:
-                x = torch.where(ctx.mask(e, x, d), x, fill(x))
+        x = _fill_padding(ctx, x, node.args[0], fill(x), _reduced_dims(node, x.dim()))
         return node.target(x, *args[1:], **kwargs)
 
     return rule
@@ -284,9 +299,7 @@ def _gather_rule(ctx, node, args, kwargs):
     it), whether `dim` is padded or not; the index's padding (garbage, or
     whatever produced it) could be out of range and trip the bounds
     check, so it is set to 0 first."""
-    index = args[2]
-    for d, e in dyn_dims(_meta(node.args[2])).items():
-        index = torch.where(ctx.mask(e, index, d), index, 0)
+    index = _fill_padding(ctx, args[2], node.args[2], 0)
     return node.target(args[0], args[1], index, *args[3:], **kwargs)
 
 
@@ -296,10 +309,7 @@ def _conv_rule(ctx, node, args, kwargs):
     entries and zeros, exactly the zeros its own padding (or, transposed,
     the absence of input) would give: a causal conv1d (Mamba's, padding
     k - 1, cut back to the length) over a padded sequence."""
-    x = args[0]
-    for d, e in dyn_dims(_meta(node.args[0])).items():
-        if d > 0:
-            x = torch.where(ctx.mask(e, x, d), x, 0)
+    x = _fill_padding(ctx, args[0], node.args[0], 0, range(1, args[0].dim()))
     return node.target(x, *args[1:], **kwargs)
 
 
@@ -432,10 +442,7 @@ def _index_put_rule(ctx, node, args, kwargs):
     if padding is None:
         return node.target(x, fixed, *args[2:], **kwargs)
     d0 = next(d for d, t in enumerate(fixed) if t is not None)
-    slot = x.shape[d0]
-    pad = [0] * (2 * x.dim())
-    pad[2 * (x.dim() - 1 - d0) + 1] = 1
-    wide = torch.constant_pad_nd(x, pad)
+    wide, slot = _dump_slot(x, d0)
     fixed[d0] = torch.where(padding, slot, fixed[d0])
     out = node.target(wide, fixed, *args[2:], **kwargs)
     return out.narrow(d0, 0, slot)
@@ -481,10 +488,7 @@ def _scatter_rule(ctx, node, args, kwargs):
         padding = pad if padding is None else padding | pad
     if padding is None:
         return node.target(*args, **kwargs)
-    slot = x.shape[dim]
-    widen = [0] * (2 * x.dim())
-    widen[2 * (x.dim() - 1 - dim) + 1] = 1
-    args[0] = torch.constant_pad_nd(x, widen)
+    args[0], slot = _dump_slot(x, dim)
     args[2] = torch.where(padding, slot, idx)
     return node.target(*args, **kwargs).narrow(dim, 0, slot)
 
@@ -492,10 +496,7 @@ def _scatter_rule(ctx, node, args, kwargs):
 def _histc_rule(ctx, node, args, kwargs):
     """histc over padded dims (it flattens all): the padding becomes a value
     outside [min, max], which histc does not count (NaN for floats)."""
-    x = args[0]
-    fill = _histc_fill(node)
-    for d, e in dyn_dims(_meta(node.args[0])).items():
-        x = torch.where(ctx.mask(e, x, d), x, fill)
+    x = _fill_padding(ctx, args[0], node.args[0], _histc_fill(node))
     return node.target(x, *args[1:], **kwargs)
 
 
