@@ -47,7 +47,10 @@ namespace {
 std::atomic<int> g_mode{-1};  // -1: not read from the environment yet
 std::atomic<bool> g_split_paused{false};  // set_split_paused (modes.h)
 FusionStats g_stats;
-// Key hashes of the fused programs run since begin_program_window().
+// Key hashes of the fused programs run since begin_program_window(); kept
+// only once a window is open, so a process that never asks pays nothing
+// per trace and keeps no set.
+bool g_window_open = false;
 std::unordered_set<size_t> g_window;
 
 bool env_flag(const char* name) {
@@ -691,7 +694,8 @@ class ModeRuntime final : public Runtime {
         }
       } else {
         ExecutableRef exe;
-        if (g_window.insert(std::hash<std::string>{}(key)).second) g_stats.window_programs = g_window.size();
+        if (g_window_open && g_window.insert(std::hash<std::string>{}(key)).second)
+          g_stats.window_programs = g_window.size();
         if (ExecutableRef* hit = fused_.find(key)) {
           ++g_stats.cache_hits;
           exe = *hit;
@@ -1119,6 +1123,7 @@ FusionStats fusion_stats() { return g_stats; }
 void begin_program_window() {
   RuntimeLock lock;
   g_window.clear();
+  g_window_open = true;
   g_stats.window_programs = 0;
 }
 
