@@ -623,6 +623,10 @@ class TpuDistBackend final : public c10d::Backend {
     return work(c10d::OpType::RECV, what, {}, tensors, {tr});
   }
 
+  // destroy_process_group: transfers posted and never waited for still run
+  // (as NCCL's would reach the peer); their errors stay with their Works.
+  void shutdown() override { p2p::flush(); }
+
   // batch_isend_irecv (torch's _coalescing_manager): the ops posted between
   // start and end are answered by one Work (sends and recvs are posted
   // anyway; collectives run meanwhile are in it too).
