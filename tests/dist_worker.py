@@ -226,18 +226,7 @@ def collectives(destroy=True):
     if torch_tpu.fusion_stats()["donated"] - donated < 10:
         FAILS.append(f"large collectives donated {torch_tpu.fusion_stats()['donated'] - donated} result buffers")
 
-    # send / recv around a ring of even/odd pairs (rank 2k <-> 2k+1)
-    peer = RANK ^ 1
-    if peer < W:
-        x = data(RANK, torch.float32, seed=6)
-        t = torch.empty((3, 5), device="tpu")
-        if RANK % 2 == 0:
-            dist.send(x.to("tpu"), peer)
-            dist.recv(t, peer)
-        else:
-            dist.recv(t, peer)
-            dist.send(x.to("tpu"), peer)
-        check("send/recv", data(peer, torch.float32, seed=6), t)
+    point_to_point()
 
     # async_op: several in flight, then wait
     ts = [data(RANK, torch.float32, seed=7 + k).to("tpu") for k in range(3)]
@@ -320,6 +309,82 @@ def collectives(destroy=True):
         dist.destroy_process_group()
 
 
+def point_to_point():
+    """send/recv, isend/irecv and batch_isend_irecv as NCCL users write them
+    (docs/design.md, "Point-to-point"), between the pairs 2k <-> 2k+1 and
+    around the ring; transfers that do not pair up raise on both ranks."""
+    peer = RANK ^ 1
+    # blocking send / recv in matching order
+    x = data(RANK, torch.float32, seed=6)
+    t = torch.empty((3, 5), device="tpu")
+    if RANK % 2 == 0:
+        dist.send(x.to("tpu"), peer)
+        dist.recv(t, peer)
+    else:
+        dist.recv(t, peer)
+        dist.send(x.to("tpu"), peer)
+    check("send/recv", data(peer, torch.float32, seed=6), t)
+
+    # the exchange both ranks post alike (isend, then irecv, then wait): posted
+    # transfers run in one order on every rank; the send carries the tensor
+    # as it was when posted
+    src = x.to("tpu")
+    got = torch.full((3, 5), -1.0, device="tpu")
+    sent = dist.isend(src, peer)
+    got_work = dist.irecv(got, peer)
+    src.add_(100)
+    got_work.wait()
+    sent.wait()
+    check("isend/irecv exchange", data(peer, torch.float32, seed=6), got)
+    # posted, then a collective before the wait: the collective runs them first
+    got = torch.empty((3, 5), device="tpu")
+    works = [dist.irecv(got, peer), dist.isend(x.to("tpu"), peer)]
+    s = torch.ones(2, device="tpu")
+    dist.all_reduce(s)
+    for w in works:
+        w.wait()
+    check("isend/irecv across a collective", data(peer, torch.float32, seed=6), got)
+    check("all_reduce after posted transfers", torch.full((2,), float(W)), s)
+
+    # batch_isend_irecv around the ring (both directions to one peer on 2
+    # ranks), two tensors each way and a bool, against the same exchange
+    # on Gloo with cpu tensors (Gloo sends no bool: that one against the data)
+    nxt, prv = (RANK + 1) % W, (RANK - 1) % W
+    a, b, f = data(RANK, torch.float32, seed=10), data(RANK, torch.int64, (4,), seed=11), data(RANK, torch.bool, (7,))
+    ins = [torch.empty_like(a), torch.empty_like(b)]
+    ops = [dist.P2POp(dist.irecv, ins[0], prv), dist.P2POp(dist.isend, a, nxt), dist.P2POp(dist.isend, b, nxt),
+           dist.P2POp(dist.irecv, ins[1], prv)]
+    for w in dist.batch_isend_irecv(ops):
+        w.wait()
+    outs = [torch.empty_like(v, device="tpu") for v in (a, b, f)]
+    ops = [dist.P2POp(dist.isend, a.to("tpu"), nxt), dist.P2POp(dist.irecv, outs[0], prv),
+           dist.P2POp(dist.irecv, outs[1], prv), dist.P2POp(dist.isend, b.to("tpu"), nxt),
+           dist.P2POp(dist.isend, f.to("tpu"), nxt), dist.P2POp(dist.irecv, outs[2], prv)]
+    works = dist.batch_isend_irecv(ops)
+    for w in works:
+        w.wait()
+    check("batch_isend_irecv ring f32 vs gloo", ins[0], outs[0])
+    check("batch_isend_irecv ring i64 vs gloo", ins[1], outs[1])
+    check("batch_isend_irecv ring bool", data(prv, torch.bool, (7,)), outs[2])
+
+    # transfers that do not pair up raise DistBackendError on both ranks at
+    # once, none runs, the recv tensor keeps its values: a recv of another
+    # size than the send, then both ranks sending first
+    receives = RANK % 2 == 1
+    for what in ("size", "both send first"):
+        t = torch.full((5,), 7.0, device="tpu")
+        try:
+            if what == "size" and receives:
+                dist.recv(t, peer)
+            else:
+                dist.send(torch.ones(4, device="tpu"), peer)
+            FAILS.append(f"point-to-point {what}: no error")
+        except dist.DistBackendError as e:
+            if "do not pair up" not in str(e) or f"rank {peer} ran another transfer than this rank" not in str(e):
+                FAILS.append(f"point-to-point {what}: unclear error: {e}")
+        check(f"point-to-point {what}: the recv tensor kept its values", torch.full((5,), 7.0), t)
+
+
 def _expect_dist_error(what):
     """Runs an all_reduce that cannot complete; prints how it failed."""
     start = time.monotonic()
@@ -377,8 +442,9 @@ def train():
     by plain torchrun: init_process_group() with no backend (torch's default
     for tpu), DDP without device_ids, object collectives, rank 0 evaluating
     alone between steps (MPMD); then FSDP2, tensor parallel and DTensor on a
-    DeviceMesh("tpu"), and a distributed checkpoint saved by TP-sharded
-    parameters and loaded into FSDP-sharded ones. Every result is compared
+    DeviceMesh("tpu"), a two-stage pipeline (torch.distributed.pipelining),
+    and a distributed checkpoint saved by TP-sharded parameters and loaded
+    into FSDP-sharded ones. Every result is compared
     with one process training on the global batch on CPU (1e-5). The test
     loads the checkpoint in one process too (sys.argv[2] is its folder)."""
     import torch.distributed.checkpoint as dcp
@@ -486,6 +552,8 @@ def train():
     check("dtensor redistribute", torch.arange(4.0 * world * 3).reshape(4 * world, 3),
           d.redistribute(mesh, [Replicate()]).to_local())
 
+    pipeline(rank, world)
+
     # distributed checkpoint: saved from the TP-sharded model, loaded into an FSDP-sharded one
     path = sys.argv[2]
     dcp.save({"model": tp.state_dict()}, checkpoint_id=path)
@@ -500,6 +568,43 @@ def train():
         torch.save(ref.state_dict(), os.path.join(path, "reference.pt"))
     dist.barrier()
     dist.destroy_process_group()
+
+
+def pipeline(rank, world):
+    """torch.distributed.pipelining: a small MLP split into two stages (one
+    per rank), 4 micro-batches under GPipe (its sends are plain isends
+    waited at the end) and 1F1B (mixed batch_isend_irecv batches); the last
+    stage's losses and every stage's gradients match the whole model on one
+    CPU process (1e-5)."""
+    import copy
+
+    import torch.nn as nn
+    from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
+
+    torch.manual_seed(4)
+    whole = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 16), nn.Tanh(), nn.Linear(16, 4))
+    g = torch.Generator().manual_seed(5)
+    x, y = torch.randn(8, 8, generator=g), torch.randn(8, 4, generator=g)
+    ref = copy.deepcopy(whole)
+    loss = nn.functional.mse_loss(ref(x), y)  # the mean of the 4 micro-batches' losses
+    loss.backward()
+    mine = slice(0, 2) if rank == 0 else slice(2, None)
+    for schedule in (ScheduleGPipe, Schedule1F1B):
+        part = copy.deepcopy(whole[mine]).to("tpu")
+        stage = PipelineStage(part, rank, world, torch.device("tpu"))
+        pipe = schedule(stage, n_microbatches=4, loss_fn=nn.functional.mse_loss)
+        losses = []
+        if rank == 0:
+            pipe.step(x.to("tpu"))
+        else:
+            pipe.step(target=y.to("tpu"), losses=losses)
+            got = torch.stack([v.detach().cpu() for v in losses]).mean()
+            if len(losses) != 4 or not torch.allclose(got, loss.detach(), atol=1e-5, rtol=0):
+                FAILS.append(f"{schedule.__name__}: losses {[v.item() for v in losses]}, mean vs {loss.item()}")
+        for (name, p), q in zip(part.named_parameters(), ref[mine].parameters()):
+            if p.grad is None or not torch.allclose(p.grad.cpu(), q.grad, atol=1e-5, rtol=0):
+                FAILS.append(f"{schedule.__name__} grad {name}: "
+                             f"{'none' if p.grad is None else (p.grad.cpu() - q.grad).abs().max().item()}")
 
 
 def _mlp(seed, width=16):

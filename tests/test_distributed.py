@@ -22,8 +22,10 @@ WORKER = os.path.join(HERE, "dist_worker.py")
 
 
 def test_collectives_match_gloo_then_destroy_and_init_again():
-    # Every collective against Gloo, then destroy_process_group() and a new
-    # init_process_group in the same processes, twice (the worker checks).
+    # Every collective against Gloo, point-to-point (send/recv, isend/irecv
+    # exchanges, batch_isend_irecv around the ring, transfers that do not
+    # pair up), then destroy_process_group() and a new init_process_group in
+    # the same processes, twice (the worker checks).
     check_job(run_job([WORKER, "collectives_then_reinit"], nproc=2, timeout=300))
 
 
@@ -97,8 +99,9 @@ def test_dead_peers_and_launchers():
 def test_cuda_style_script_under_torchrun(tmp_path):
     # A CUDA training script with "cuda" changed to "tpu", run by plain
     # torchrun: init_process_group() with no backend, DDP (10 steps), FSDP2,
-    # tensor parallel, DTensor, DCP (the worker compares each with one
-    # process on CPU to 1e-5); then the checkpoint is loaded here, by one
+    # tensor parallel, DTensor, a 2-stage pipeline (GPipe and 1F1B), DCP
+    # (the worker compares each with one process on CPU to 1e-5); then the
+    # checkpoint is loaded here, by one
     # process, into unsharded tpu tensors.
     import sys
 

@@ -17,6 +17,7 @@
 #include <unordered_map>
 
 #include "device/storage.h"
+#include "distributed/p2p_queue.h"
 #include "distributed/programs.h"
 #include "exec/op_runner.h"
 #include "lowering/context.h"
@@ -64,28 +65,47 @@ void wait_ready(const BufferRef& b, Clock::time_point deadline, std::chrono::mil
 // Finished once every result buffer is computed. The future holds the
 // results at once: like a CUDA stream's, its values are usable in program
 // order on the device (an op reading them runs after the collective).
+// A point-to-point Work stands for posted transfers (p2p_queue.h): wait(),
+// isCompleted(), getFuture() and result() run them first (a flush).
 class TpuWork final : public c10d::Work {
  public:
   TpuWork(c10d::OpType type, std::string what, std::vector<BufferRef> pending, std::vector<at::Tensor> result,
-          std::chrono::milliseconds timeout)
+          std::chrono::milliseconds timeout, std::vector<p2p::TransferRef> transfers = {})
       : Work(-1, type), what_(std::move(what)), pending_(std::move(pending)), result_(std::move(result)),
-        timeout_(timeout) {
+        transfers_(std::move(transfers)), timeout_(timeout) {
     future_ = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
     future_->markCompleted(c10::IValue(result_));
   }
 
   bool isCompleted() override {
+    start();
+    if (!transfers_.empty()) return false;
     for (const auto& b : pending_)
       if (!runtime::buffer_ready(b)) return false;
     return true;
   }
-  bool isSuccess() const override { return error_.empty(); }
-  std::vector<at::Tensor> result() override { return result_; }
-  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
+  bool isSuccess() const override { return error_.empty() && transfer_error_.empty(); }
+  std::vector<at::Tensor> result() override {
+    start();
+    return result_;
+  }
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override {
+    start();
+    return future_;
+  }
 
   bool wait(std::chrono::milliseconds timeout) override {
     auto limit = timeout == kNoTimeout ? timeout_ : timeout;
     auto deadline = Clock::now() + limit;
+    // transfers another thread's flush is running (rare): wait for them
+    for (start(); !transfers_.empty(); start()) {
+      if (Clock::now() > deadline) {
+        error_ = c10::str("tpu_dist: ", what_, " did not finish within the timeout of ", limit.count(), " ms");
+        C10_THROW_ERROR(DistBackendError, error_);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    if (!transfer_error_.empty()) C10_THROW_ERROR(DistBackendError, transfer_error_);
     for (const auto& b : pending_) {
       try {
         wait_ready(b, deadline, limit, what_);
@@ -109,30 +129,61 @@ class TpuWork final : public c10d::Work {
   }
 
  private:
+  // Runs the posted transfers (every one posted, p2p_queue.h); what they
+  // computed joins the buffers to wait for, their errors wait() raises.
+  void start() {
+    if (transfers_.empty()) return;
+    p2p::flush();
+    std::vector<p2p::TransferRef> running;  // by another thread's flush
+    for (auto& t : transfers_) {
+      if (!t->done.load(std::memory_order_acquire)) {
+        running.push_back(t);
+      } else if (!t->error.empty()) {
+        if (transfer_error_.empty()) transfer_error_ = t->error;
+      } else {
+        pending_.push_back(t->result);
+      }
+    }
+    transfers_ = std::move(running);
+  }
+
   std::string what_;
   std::vector<BufferRef> pending_;
   std::vector<at::Tensor> result_;
+  std::vector<p2p::TransferRef> transfers_;
   std::chrono::milliseconds timeout_;
-  std::string error_;
+  std::string error_, transfer_error_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
 
 // What a failed rank check (programs.h, with_rank_check) raises: the ranks
-// called the collective with different programs, so none ran it.
+// called the collective with different programs, so none ran it. `ranks`:
+// the group rank of each replica of a point-to-point program (empty: the
+// replicas are the group's ranks).
 class RankCheck final : public runtime::DeferredCheck {
  public:
-  RankCheck(std::string what, int rank, hlo::ElementType e, int64_t out_n, int64_t program)
-      : what_(std::move(what)), rank_(rank), e_(e), out_n_(out_n), program_(program) {}
+  RankCheck(std::string what, int rank, hlo::ElementType e, int64_t out_n, int64_t program, std::vector<int> ranks)
+      : what_(std::move(what)), rank_(rank), e_(e), out_n_(out_n), program_(program), ranks_(std::move(ranks)) {}
   [[noreturn]] void raise(int64_t value, bool deferred) const override {
     runtime::note_job_failure();
+    int64_t other = ranks_.empty() || value < 0 || value >= static_cast<int64_t>(ranks_.size()) ? value : ranks_[value];
+    std::string mine = c10::str("(rank ", rank_, ": ", out_n_, " ", hlo::element_name(e_), " ",
+                                ranks_.empty() ? "result elements" : "elements", ", program #", program_ % 100000, ")");
+    std::string after = deferred ? "; the result tensors hold their old values where a collective works in place, "
+                                   "else zeros or undefined values"
+                                 : "";
+    if (!ranks_.empty())
+      C10_THROW_ERROR(DistBackendError,
+                      c10::str("tpu_dist: ", what_, ": the two ranks' point-to-point transfers do not pair up, so it ",
+                               "was not run: rank ", other, " ran another transfer than this rank ", mine,
+                               ". A send and the recv that meets it need the same number of elements and dtype, and ",
+                               "the sends and recvs between two ranks pair up in posting order (two ranks that both "
+                               "call a blocking send, or recv, first meet here: post isend/irecv or "
+                               "batch_isend_irecv, then wait)", after));
     C10_THROW_ERROR(DistBackendError,
                     c10::str("tpu_dist: ", what_, ": the ranks called it with different tensors or arguments ",
-                             "(shapes, dtypes, reduce op or root differ), so it was not run: rank ", value,
-                             " called another collective than this rank (rank ", rank_, ": ", out_n_, " ",
-                             hlo::element_name(e_), " result elements, program #", program_ % 100000, ")",
-                             deferred ? "; the result tensors hold their old values where a collective works "
-                                        "in place, else zeros or undefined values"
-                                      : ""));
+                             "(shapes, dtypes, reduce op or root differ), so it was not run: rank ", other,
+                             " called another collective than this rank ", mine, after));
   }
 
  private:
@@ -140,6 +191,7 @@ class RankCheck final : public runtime::DeferredCheck {
   int rank_;
   hlo::ElementType e_;
   int64_t out_n_, program_;
+  std::vector<int> ranks_;
 };
 
 bool dense(const at::Tensor& t) {
@@ -522,30 +574,76 @@ class TpuDistBackend final : public c10d::Backend {
     return work(c10d::OpType::ALLTOALL, "alltoall", pending, outputs);
   }
 
+  // Point-to-point: posted, run at the next flush (p2p_queue.h). Tags are
+  // ignored (as NCCL does): the transfers between two ranks pair up in
+  // posting order.
   c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dst, int tag) override {
     TORCH_CHECK(tensors.size() == 1, "tpu_dist: send takes one tensor");
     check(tensors[0], "send");
     check_peer(dst, "send");
     at::Tensor x = tensors[0].scalar_type() == at::kBool ? tensors[0].to(at::kByte) : tensors[0];
     auto e = lowering::element_type(x.scalar_type());
+    int64_t n = x.numel();
+    // the elements as posted: a write to the tensor before the flush does not reach the peer
+    BufferRef data = elements(x);
     std::string what = "send to rank " + std::to_string(dst);
-    auto out = run_on(what, send_program(e, x.numel()), {device_ids_[getRank()], device_ids_[dst]}, elements(x), e,
-                      x.numel());
-    return work(c10d::OpType::SEND, what, {out}, tensors);
+    auto t = transfer(what, dst, true);
+    auto self = c10::intrusive_ptr<TpuDistBackend>::reclaim_copy(this);
+    int device = x.device().index();
+    t->run = [self, what, dst, e, n, data, device]() {
+      return self->run_transfer(what, dst, true, data, e, n, recycled(e, n, device));
+    };
+    p2p::post(t);
+    return work(c10d::OpType::SEND, what, {}, tensors, {t});
   }
 
   c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src, int tag) override {
     TORCH_CHECK(tensors.size() == 1, "tpu_dist: recv takes one tensor");
-    auto& t = tensors[0];
+    at::Tensor t = tensors[0];
     check(t, "recv");
     check_peer(src, "recv");
     at::Tensor x = t.scalar_type() == at::kBool ? t.to(at::kByte) : t;
     auto e = lowering::element_type(x.scalar_type());
+    int64_t n = x.numel();
     std::string what = "recv from rank " + std::to_string(src);
-    auto out = run_on(what, send_program(e, x.numel()), {device_ids_[src], device_ids_[getRank()]}, elements(x), e,
-                      x.numel());
-    write_back(t, x, out);
-    return work(c10d::OpType::RECV, what, {out}, tensors);
+    auto tr = transfer(what, src, false);
+    auto self = c10::intrusive_ptr<TpuDistBackend>::reclaim_copy(this);
+    tr->run = [self, what, src, t, x, e, n]() mutable {
+      // The program's operand on this side is not read, but it is what the
+      // tensor keeps where the ranks' transfers do not pair up: its elements,
+      // or any buffer of the type when it was never written (torch.empty).
+      BufferRef arg = device::storage_buffer(x.storage()).buffer
+                          ? elements(x)
+                          : runtime::recycled_or_new(hlo::TensorType{e, {n}}, x.device().index());
+      auto out = self->run_transfer(what, src, false, std::move(arg), e, n, recycled(e, n, x.device().index()));
+      self->write_back(t, x, out);
+      return out;
+    };
+    p2p::post(tr);
+    return work(c10d::OpType::RECV, what, {}, tensors, {tr});
+  }
+
+  // destroy_process_group: transfers posted and never waited for still run
+  // (as NCCL's would reach the peer); their errors stay with their Works.
+  void shutdown() override { p2p::flush(); }
+
+  // batch_isend_irecv (torch's _coalescing_manager): the ops posted between
+  // start and end are answered by one Work (sends and recvs are posted
+  // anyway; collectives run meanwhile are in it too).
+  bool supportsCoalescing() const override { return true; }
+  void startCoalescing() override {
+    TORCH_CHECK(!coalescing_, "tpu_dist: startCoalescing while a coalesced batch is open on ", describe("the group"));
+    coalescing_ = true;
+    coalesced_ = {};
+  }
+  c10::intrusive_ptr<c10d::Work> endCoalescing() override {
+    TORCH_CHECK(coalescing_, "tpu_dist: endCoalescing without startCoalescing on ", describe("the group"));
+    coalescing_ = false;
+    Coalesced c = std::move(coalesced_);
+    coalesced_ = {};
+    return c10::make_intrusive<TpuWork>(c10d::OpType::COALESCED, describe("coalesced batch (batch_isend_irecv)"),
+                                        std::move(c.pending), std::move(c.results), timeout_,
+                                        std::move(c.transfers));
   }
 
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions&) override {
@@ -564,8 +662,42 @@ class TpuDistBackend final : public c10d::Backend {
   }
 
   c10::intrusive_ptr<c10d::Work> work(c10d::OpType type, const std::string& what, std::vector<BufferRef> pending,
-                                      std::vector<at::Tensor> results) {
-    return c10::make_intrusive<TpuWork>(type, describe(what), std::move(pending), std::move(results), timeout_);
+                                      std::vector<at::Tensor> results, std::vector<p2p::TransferRef> transfers = {}) {
+    if (coalescing_) {
+      coalesced_.pending.insert(coalesced_.pending.end(), pending.begin(), pending.end());
+      coalesced_.results.insert(coalesced_.results.end(), results.begin(), results.end());
+      coalesced_.transfers.insert(coalesced_.transfers.end(), transfers.begin(), transfers.end());
+    }
+    return c10::make_intrusive<TpuWork>(type, describe(what), std::move(pending), std::move(results), timeout_,
+                                        std::move(transfers));
+  }
+
+  // A transfer between this rank and group rank `peer`, in the queue's
+  // order of job ranks (p2p_queue.h).
+  p2p::TransferRef transfer(const std::string& what, int peer, bool sending) const {
+    auto t = std::make_shared<p2p::Transfer>();
+    t->what = describe(what);
+    int64_t me = global_ranks_[getRank()], other = global_ranks_[peer];
+    t->lo = std::min(me, other);
+    t->hi = std::max(me, other);
+    t->upward = (sending ? me : other) == t->lo;
+    return t;
+  }
+
+  // A transfer's program: over the pair's devices, lower job rank first,
+  // whichever way the elements go, so that every program between two ranks
+  // has the same replicas and their rank checks meet: a send that meets
+  // another program than its recv (of another size or dtype, or the peer's
+  // own send) raises on both ranks instead of waiting.
+  BufferRef run_transfer(const std::string& what, int peer, bool sending, BufferRef arg, hlo::ElementType e,
+                         int64_t n, Into into) {
+    int me = getRank();
+    bool lower = global_ranks_[me] < global_ranks_[peer];
+    std::vector<int64_t> devices = lower ? std::vector<int64_t>{device_ids_[me], device_ids_[peer]}
+                                         : std::vector<int64_t>{device_ids_[peer], device_ids_[me]};
+    std::vector<int> ranks = lower ? std::vector<int>{me, peer} : std::vector<int>{peer, me};
+    return run_on(what, send_program(e, n, sending == lower ? 0 : 1), devices, std::move(arg), e, n, std::move(into),
+                  std::move(ranks));
   }
 
   void check(const at::Tensor& t, const char* what) const {
@@ -794,9 +926,13 @@ class TpuDistBackend final : public c10d::Backend {
   // Runs the collective's program now, in every eager mode, checked by
   // the ranks (which may differ in where they put the result: the check
   // hashes the program without it).
+  // Posted point-to-point transfers run first (p2p_queue.h: a program of
+  // any group keeps them in order; inside a flush this returns at once).
+  // `ranks`: a point-to-point program's replicas' group ranks.
   BufferRef run_on(const std::string& what, const std::string& text, const std::vector<int64_t>& devices,
-                   BufferRef arg, hlo::ElementType e, int64_t out_n, Into into = {}) {
+                   BufferRef arg, hlo::ElementType e, int64_t out_n, Into into = {}, std::vector<int> ranks = {}) {
     runtime::RuntimeLock lock;
+    p2p::flush();
     std::vector<BufferRef> args{std::move(arg)};
     std::string full = text;
     if (into.kind == Into::kDonor) {
@@ -812,12 +948,21 @@ class TpuDistBackend final : public c10d::Backend {
     }
     auto outs = execute(what, program(full, devices, e, out_n, what, checked), std::move(args));
     if (checked)
-      runtime::defer_check(0, outs.at(1), std::make_shared<RankCheck>(describe(what), getRank(), e, out_n, hash));
+      runtime::defer_check(0, outs.at(1),
+                           std::make_shared<RankCheck>(describe(what), getRank(), e, out_n, hash, std::move(ranks)));
     return outs.at(0);
   }
 
   std::vector<int64_t> global_ranks_;
   std::vector<int64_t> device_ids_;  // the global device of each group rank
+  // between startCoalescing and endCoalescing: what the batch's Work waits for
+  struct Coalesced {
+    std::vector<BufferRef> pending;
+    std::vector<at::Tensor> results;
+    std::vector<p2p::TransferRef> transfers;
+  };
+  bool coalescing_ = false;
+  Coalesced coalesced_;
   std::chrono::milliseconds timeout_;
   std::string group_name_;
 };

@@ -190,9 +190,11 @@ std::string all_to_all_program(ElementType e, int64_t c, int world) {
   return module(world, "%arg0: " + t, t, body);
 }
 
-std::string send_program(ElementType e, int64_t n) {
+std::string send_program(ElementType e, int64_t n, int src) {
+  TORCH_CHECK(src == 0 || src == 1, "tpu_dist: internal error: send from replica ", src, " of 2");
   std::string t = tensor(e, n);
-  std::string body = "    %r = \"stablehlo.collective_permute\"(%arg0) {source_target_pairs = dense<[[0, 1]]> : "
+  std::string pair = src == 0 ? "[[0, 1]]" : "[[1, 0]]";
+  std::string body = "    %r = \"stablehlo.collective_permute\"(%arg0) {source_target_pairs = dense<" + pair + "> : "
                      "tensor<1x2xi64>} : (" + t +
                      ") -> " + t + "\n    \"func.return\"(%r) : (" + t + ") -> ()\n";
   return module(2, "%arg0: " + t, t, body);

@@ -34,8 +34,9 @@ std::string block_program(hlo::ElementType e, int64_t n, int64_t offset, bool av
 std::string scatter_program(hlo::ElementType e, int64_t n, int root, int world);
 // (W*c) -> (W*c): block j goes to rank j, arriving as block i from rank i.
 std::string all_to_all_program(hlo::ElementType e, int64_t c, int world);
-// (n) -> (n) over 2 replicas: replica 0's elements arrive on replica 1.
-std::string send_program(hlo::ElementType e, int64_t n);
+// (n) -> (n) over 2 replicas: replica `src`'s elements arrive on the other
+// one (a point-to-point transfer; p2p_queue.h says in which order they run).
+std::string send_program(hlo::ElementType e, int64_t n, int src);
 
 // Where a program's result is written (docs/design.md, "Distributed: where
 // the time goes"). XLA:CPU otherwise writes it into fresh memory (a page
