@@ -9,7 +9,6 @@
 #include <deque>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <thread>
 
@@ -28,10 +27,13 @@ struct Request {
   std::string error;
 };
 
-// Helper threads, started on demand and kept: one is idle between waits
-// (a program of the usual single-threaded caller); another starts only
-// while every helper is blocked, which happens when a wait timed out and
-// its helper is still in XLA, or when several threads wait at once.
+// Helper threads, started on demand and kept. One suffices for a caller
+// that waits for one collective at a time; another starts only when no
+// helper is idle: several threads wait at once, or a wait timed out and its
+// helper is still in XLA (until XLA's own collective timeout fails the
+// program; should the interpreter be finalizing by then, that helper's
+// return into Python may abort the exiting process, as for any thread
+// still in a call that released the GIL).
 class Helpers {
  public:
   void submit(std::shared_ptr<Request> r) {
@@ -68,6 +70,8 @@ class Helpers {
         runtime::xla_buffer_wait(*r->buf, r->what.c_str());  // takes the GIL, which XLA releases while it waits
       } catch (const c10::Error& e) {
         error = e.what_without_backtrace();
+      } catch (const std::exception& e) {
+        error = e.what();
       }
       {
         std::lock_guard<std::mutex> lock(r->m);
