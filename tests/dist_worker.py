@@ -385,12 +385,19 @@ def point_to_point():
         check(f"point-to-point {what}: the recv tensor kept its values", torch.full((5,), 7.0), t)
 
 
-def _expect_dist_error(what):
-    """Runs an all_reduce that cannot complete; prints how it failed."""
+def _expect_dist_error(what, wait_timeout=None):
+    """Runs an all_reduce that cannot complete; prints how it failed.
+    `wait_timeout` (s): waited for with Work.wait(timeout), which must give
+    up by then although XLA's own collective timeout (the group's) is longer;
+    on 64 Ki elements, as XLA:CPU runs a program under 1000 flops within
+    `execute` (so the call itself would wait for XLA's timeout)."""
     start = time.monotonic()
     try:
-        t = torch.ones(4, device="tpu")
-        dist.all_reduce(t)
+        t = torch.ones(4 if wait_timeout is None else 1 << 16, device="tpu")
+        if wait_timeout is None:
+            dist.all_reduce(t)
+        else:
+            dist.all_reduce(t, async_op=True).wait(timeout=datetime.timedelta(seconds=wait_timeout))
         t.cpu()
         FAILS.append(f"{what}: all_reduce returned")
     except dist.DistBackendError as e:
@@ -398,20 +405,25 @@ def _expect_dist_error(what):
         print(f"rank {RANK}: {what}: DistBackendError after {time.monotonic() - start:.1f} s: {msg[:300]}", flush=True)
         if "allreduce" not in msg or "group" not in msg:
             FAILS.append(f"{what}: the error does not name the collective and group: {msg}")
+        if wait_timeout is not None and f"within the timeout of {wait_timeout * 1000} ms" not in msg:
+            FAILS.append(f"{what}: not the wait's own timeout (XLA's is longer): {msg}")
     except Exception as e:  # noqa: BLE001
         FAILS.append(f"{what}: raised {type(e).__name__}, not DistBackendError: {e}")
 
 
 def peer_absent():
-    """Rank 1 never joins the second all_reduce: rank 0 raises within the timeout."""
+    """Rank 1 never joins the next all_reduces: rank 0 raises within a wait's
+    own timeout (shorter than XLA's collective timeout, the group's 5 s: the
+    waiting thread gives up while XLA still waits), then within the group's."""
     dist.init_process_group("tpu_dist", timeout=datetime.timedelta(seconds=5))
     t = torch.ones(4, device="tpu")
     dist.all_reduce(t)
     check("warm-up all_reduce", torch.full((4,), float(W)), t)
     if RANK == 0:
+        _expect_dist_error("absent peer, wait(timeout=1 s)", wait_timeout=1)
         _expect_dist_error("absent peer")
     else:
-        time.sleep(7)  # past rank 0's timeout, then leave the job
+        time.sleep(8)  # past rank 0's timeouts (1 s, then 5 s), then leave the job
 
 
 def _one_rank_dies(dying, what):

@@ -19,6 +19,7 @@
 #include "device/storage.h"
 #include "distributed/p2p_queue.h"
 #include "distributed/programs.h"
+#include "distributed/ready_wait.h"
 #include "exec/op_runner.h"
 #include "lowering/context.h"
 #include "runtime/collective_runtime.h"
@@ -33,32 +34,24 @@ using runtime::BufferRef;
 using Clock = std::chrono::steady_clock;
 
 // Waits until `b` is computed, raising DistBackendError past `deadline` or
-// if its program failed. Polls (a blocking wait could not give up at the
-// deadline): spins briefly, then sleeps with growing intervals up to 1 ms.
+// if its program failed. The caller sleeps while a helper thread blocks in
+// XLA (ready_wait.h): no polling, which took CPU from the peer rank on a
+// shared machine and overslept short collectives.
 void wait_ready(const BufferRef& b, Clock::time_point deadline, std::chrono::milliseconds limit,
                 const std::string& what) {
-  int spins = 0;
-  auto nap = std::chrono::microseconds(20);
-  while (!runtime::buffer_ready(b)) {
-    if (Clock::now() > deadline) {
-      runtime::note_job_failure();
-      C10_THROW_ERROR(DistBackendError,
-                      c10::str("tpu_dist: ", what, " did not finish within the timeout of ", limit.count(),
-                               " ms: a rank of the group did not join it (it is not running this collective, "
-                               "is blocked, or died)"));
-    }
-    if (++spins < 64) {
-      std::this_thread::yield();
-    } else {
-      std::this_thread::sleep_for(nap);
-      nap = std::min(nap * 2, std::chrono::microseconds(1000));
-    }
-  }
+  bool ready;
   try {
-    runtime::xla_buffer_wait(*b, what.c_str());
+    ready = wait_ready_until(b, deadline, what);
   } catch (const c10::Error& e) {
     runtime::note_job_failure();
     C10_THROW_ERROR(DistBackendError, c10::str("tpu_dist: ", what, " failed: ", e.what_without_backtrace()));
+  }
+  if (!ready) {
+    runtime::note_job_failure();
+    C10_THROW_ERROR(DistBackendError,
+                    c10::str("tpu_dist: ", what, " did not finish within the timeout of ", limit.count(),
+                             " ms: a rank of the group did not join it (it is not running this collective, "
+                             "is blocked, or died)"));
   }
 }
 
@@ -878,19 +871,35 @@ class TpuDistBackend final : public c10d::Backend {
     return run_on(what, text, device_ids_, std::move(arg), e, out_n, std::move(into));
   }
 
-  // Compiles a program once per text and device assignment.
-  // `checked`: the program has the rank check's flag as a second result.
-  static runtime::ExecutableRef program(const std::string& text, const std::vector<int64_t>& devices,
-                                        hlo::ElementType e, int64_t out_n, const std::string& what,
-                                        bool checked = false) {
+  // A collective's program (`text`, programs.h), compiled once per variant
+  // and device assignment; the variant's full text is built only then.
+  // `donor`: a last parameter holds the result (with_result_donor);
+  // `checked`: the rank check's flag is a second result (with_rank_check).
+  struct Compiled {
+    runtime::ExecutableRef exe;
+    int64_t hash;  // of `text`: the rank check's signature and the program's number in its error
+  };
+  static const Compiled& program(const std::string& text, bool donor, bool checked,
+                                 const std::vector<int64_t>& devices, hlo::ElementType e, int64_t out_n,
+                                 const std::string& what) {
     std::string key = text;
-    for (int64_t d : devices) key += "," + std::to_string(d);
-    static auto* programs = new std::unordered_map<std::string, runtime::ExecutableRef>();
+    key += donor ? "|donor" : "|";
+    key += checked ? "|checked" : "|";
+    for (int64_t d : devices) (key += ',') += std::to_string(d);
+    static auto* programs = new std::unordered_map<std::string, Compiled>();
     auto it = programs->find(key);
     if (it == programs->end()) {
+      // without the donor: ranks that place the result differently agree
+      int64_t hash = static_cast<int64_t>(std::hash<std::string>{}(text) >> 1);
+      std::string full = donor ? with_result_donor(text, e, out_n) : text;
       std::vector<hlo::TensorType> outs{{e, {out_n}}};
-      if (checked) outs.push_back({hlo::ElementType::kI64, {2}});
-      it = programs->emplace(key, runtime::compile_replicated(text, devices, 0, outs, "tpu_dist " + what)).first;
+      if (checked) {
+        const int64_t signature[3] = {hash, static_cast<int64_t>(e), out_n};
+        full = with_rank_check(full, signature, static_cast<int>(devices.size()));
+        outs.push_back({hlo::ElementType::kI64, {2}});
+      }
+      auto exe = runtime::compile_replicated(full, devices, 0, outs, "tpu_dist " + what);
+      it = programs->emplace(key, Compiled{std::move(exe), hash}).first;
     }
     return it->second;
   }
@@ -934,22 +943,17 @@ class TpuDistBackend final : public c10d::Backend {
     runtime::RuntimeLock lock;
     p2p::flush();
     std::vector<BufferRef> args{std::move(arg)};
-    std::string full = text;
-    if (into.kind == Into::kDonor) {
+    bool donor = into.kind == Into::kDonor;
+    if (donor) {
       args.push_back(std::move(into.donor));
       runtime::note_donations(1, 0);  // counted with the fused programs' (torch_tpu.fusion_stats)
-      full = with_result_donor(full, e, out_n);
     }
     bool checked = rank_check_enabled() && devices.size() >= 2;
-    int64_t hash = static_cast<int64_t>(std::hash<std::string>{}(text) >> 1);
-    if (checked) {
-      const int64_t signature[3] = {hash, static_cast<int64_t>(e), out_n};
-      full = with_rank_check(full, signature, static_cast<int>(devices.size()));
-    }
-    auto outs = execute(what, program(full, devices, e, out_n, what, checked), std::move(args));
+    const Compiled& p = program(text, donor, checked, devices, e, out_n, what);
+    auto outs = execute(what, p.exe, std::move(args));
     if (checked)
       runtime::defer_check(0, outs.at(1),
-                           std::make_shared<RankCheck>(describe(what), getRank(), e, out_n, hash, std::move(ranks)));
+                           std::make_shared<RankCheck>(describe(what), getRank(), e, out_n, p.hash, std::move(ranks)));
     return outs.at(0);
   }
 

@@ -4,7 +4,9 @@
 
 #include <c10/util/Exception.h>
 
+#include <mutex>
 #include <sstream>
+#include <unordered_map>
 
 namespace torch_tpu::distributed {
 namespace {
@@ -115,6 +117,9 @@ std::string from_bits(ElementType e, ElementType b, int64_t n, const std::string
 
 bool bitwise(Reduce r) { return r == Reduce::kBand || r == Reduce::kBor || r == Reduce::kBxor; }
 
+namespace {
+namespace text {  // the programs' text, built on every call (memoised below)
+
 std::string all_reduce_program(ElementType e, int64_t n, Reduce r, bool avg, int world) {
   std::string t = tensor(e, n);
   if (bitwise(r)) {
@@ -198,6 +203,60 @@ std::string send_program(ElementType e, int64_t n, int src) {
                      "tensor<1x2xi64>} : (" + t +
                      ") -> " + t + "\n    \"func.return\"(%r) : (" + t + ") -> ()\n";
   return module(2, "%arg0: " + t, t, body);
+}
+
+}  // namespace text
+}  // namespace
+
+namespace {
+
+// Built once per distinct program: a training loop runs the same few
+// collectives again and again, and building the text took 16-21 us of
+// host time a call (docs/design.md, "Per-call host cost, and the rank
+// check's"). Calls may come from several threads.
+template <typename Build>
+const std::string& memo(const std::string& key, Build build) {
+  static auto* mu = new std::mutex();
+  static auto* texts = new std::unordered_map<std::string, std::string>();  // nodes: references stay valid
+  std::lock_guard<std::mutex> lock(*mu);
+  auto it = texts->find(key);
+  if (it == texts->end()) it = texts->emplace(key, build()).first;
+  return it->second;
+}
+
+template <typename... A>
+std::string key(const char* kind, A... args) {
+  std::string k = kind;
+  ((k += ',', k += std::to_string(static_cast<int64_t>(args))), ...);
+  return k;
+}
+
+}  // namespace
+
+const std::string& all_reduce_program(ElementType e, int64_t n, Reduce r, bool avg, int world) {
+  return memo(key("all_reduce", e, n, r, avg, world), [&] { return text::all_reduce_program(e, n, r, avg, world); });
+}
+const std::string& all_gather_program(ElementType e, int64_t n, int world) {
+  return memo(key("all_gather", e, n, world), [&] { return text::all_gather_program(e, n, world); });
+}
+const std::string& reduce_scatter_program(ElementType e, int64_t n, Reduce r, bool avg, int world) {
+  return memo(key("reduce_scatter", e, n, r, avg, world),
+              [&] { return text::reduce_scatter_program(e, n, r, avg, world); });
+}
+const std::string& block_program(ElementType e, int64_t n, int64_t offset, bool avg, int world) {
+  return memo(key("block", e, n, offset, avg, world), [&] { return text::block_program(e, n, offset, avg, world); });
+}
+const std::string& broadcast_program(ElementType e, int64_t n, int root, int world) {
+  return memo(key("broadcast", e, n, root, world), [&] { return text::broadcast_program(e, n, root, world); });
+}
+const std::string& scatter_program(ElementType e, int64_t n, int root, int world) {
+  return memo(key("scatter", e, n, root, world), [&] { return text::scatter_program(e, n, root, world); });
+}
+const std::string& all_to_all_program(ElementType e, int64_t c, int world) {
+  return memo(key("all_to_all", e, c, world), [&] { return text::all_to_all_program(e, c, world); });
+}
+const std::string& send_program(ElementType e, int64_t n, int src) {
+  return memo(key("send", e, n, src), [&] { return text::send_program(e, n, src); });
 }
 
 namespace {

@@ -2,6 +2,8 @@
 // "Distributed"). Every program works on 1-D arrays (a tensor's elements),
 // is replicated over the W devices of a group (mhlo.num_replicas = W) and
 // names all of them in one replica group, so XLA carries the bytes.
+// Each text is built once per distinct program and kept for the process's
+// life (the functions return references to it).
 #pragma once
 
 #include <cstdint>
@@ -17,26 +19,26 @@ enum class Reduce { kSum, kProd, kMin, kMax, kBand, kBor, kBxor };
 bool bitwise(Reduce r);
 
 // (n) -> (n); `avg` divides the sum by W.
-std::string all_reduce_program(hlo::ElementType e, int64_t n, Reduce r, bool avg, int world);
+const std::string& all_reduce_program(hlo::ElementType e, int64_t n, Reduce r, bool avg, int world);
 // (n) -> (W*n), rank i's block at i*n.
-std::string all_gather_program(hlo::ElementType e, int64_t n, int world);
+const std::string& all_gather_program(hlo::ElementType e, int64_t n, int world);
 // (W*n) -> (n): block i reduced over ranks lands on rank i.
-std::string reduce_scatter_program(hlo::ElementType e, int64_t n, Reduce r, bool avg, int world);
+const std::string& reduce_scatter_program(hlo::ElementType e, int64_t n, Reduce r, bool avg, int world);
 // (n) -> (n): root's elements on every rank, bit for bit (an integer sum
 // of root's bits with every other rank's zeros; XLA:CPU has no
 // collective_broadcast). Bitwise reductions gather and combine locally
 // (XLA:CPU's collectives reduce with add, multiply, min, max only).
-std::string broadcast_program(hlo::ElementType e, int64_t n, int root, int world);
+const std::string& broadcast_program(hlo::ElementType e, int64_t n, int root, int world);
 // (W*n) -> (n) on one device: elements [offset, offset + n), divided by W
 // for `avg` (a rank's block of an all-reduce, programs.cpp says why).
-std::string block_program(hlo::ElementType e, int64_t n, int64_t offset, bool avg, int world);
+const std::string& block_program(hlo::ElementType e, int64_t n, int64_t offset, bool avg, int world);
 // (W*n) -> (n): block i of root's input on rank i, bit for bit.
-std::string scatter_program(hlo::ElementType e, int64_t n, int root, int world);
+const std::string& scatter_program(hlo::ElementType e, int64_t n, int root, int world);
 // (W*c) -> (W*c): block j goes to rank j, arriving as block i from rank i.
-std::string all_to_all_program(hlo::ElementType e, int64_t c, int world);
+const std::string& all_to_all_program(hlo::ElementType e, int64_t c, int world);
 // (n) -> (n) over 2 replicas: replica `src`'s elements arrive on the other
 // one (a point-to-point transfer; p2p_queue.h says in which order they run).
-std::string send_program(hlo::ElementType e, int64_t n, int src);
+const std::string& send_program(hlo::ElementType e, int64_t n, int src);
 
 // Where a program's result is written (docs/design.md, "Distributed: where
 // the time goes"). XLA:CPU otherwise writes it into fresh memory (a page
