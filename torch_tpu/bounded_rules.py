@@ -119,7 +119,7 @@ def _scalar_operands(node: torch.fx.Node) -> Callable:
     def rule(ctx, node, args, kwargs):
         args = list(args)
         for i in positions:
-            args[i] = ctx.real_value(sym_expr(_meta(node.args[i])))
+            args[i] = ctx.real_tensor(sym_expr(_meta(node.args[i])))
         return op(*args, **kwargs)
 
     return rule
@@ -224,19 +224,11 @@ def _cat_rule(ctx, node, args, kwargs):
     keep = [i for i, m in enumerate(metas) if not (m.dim() == 1 and m.shape[0] == 0 and out_meta.dim() != 1)]
     tensors, metas = [tensors[i] for i in keep], [metas[i] for i in keep]
     joined = torch.cat(tensors, dim)
-    size = joined.shape[dim]
-    pos = torch.arange(size, device=joined.device)
-    index = torch.zeros_like(pos)
-    start_real = 0  # where the current piece starts in the result (a real size)
-    start_padded = 0  # and in `joined`
+    pieces = []
     for t, m in zip(tensors, metas):
         e = dyn_dims(m).get(dim)
-        real = ctx.real_value(e) if e is not None else t.shape[dim]
-        inside = (pos >= start_real) & (pos < start_real + real)
-        index = torch.where(inside, pos - start_real + start_padded, index)
-        start_real = start_real + real
-        start_padded += t.shape[dim]
-    return joined.index_select(dim, index)
+        pieces.append((ctx.real_value(e) if e is not None else t.shape[dim], t.shape[dim]))
+    return joined.index_select(dim, ctx.cat_index(joined.shape[dim], pieces, joined.device))
 
 
 def _slice_rule(ctx, node, args, kwargs):
@@ -258,7 +250,10 @@ def _slice_rule(ctx, node, args, kwargs):
         if e is not None:
             # a symbolic bound may be negative (`x[:, -w:]` for an int
             # argument w): counted from the real length, as Python does
-            r = torch.as_tensor(ctx.real_value(e), device=x.device)
+            r = ctx.real_value(e)
+            if isinstance(r, int) and isinstance(length, int):  # known on the host (Fused Eager)
+                return max(r + length if r < 0 else r, 0)
+            r = torch.as_tensor(r, device=x.device)
             return torch.where(r < 0, r + length, r).clamp(min=0)
         v = int(v)
         if v < 0:
@@ -271,9 +266,7 @@ def _slice_rule(ctx, node, args, kwargs):
     out_size = ctx.padded_shape(_meta(node))[dim]
     if (isinstance(start, int) and start == 0 and step == 1 and out_size == x.shape[dim]):
         return x  # a prefix as long as the padded dim: the padding just carries on
-    pos = torch.arange(out_size, device=x.device) * step + start
-    pos = pos.clamp(0, x.shape[dim] - 1)
-    return x.index_select(dim, pos)
+    return x.index_select(dim, ctx.positions(out_size, start, step, x.shape[dim] - 1, x.device))
 
 
 def _select_rule(ctx, node, args, kwargs):
@@ -282,15 +275,19 @@ def _select_rule(ctx, node, args, kwargs):
     in_expr = dyn_dims(_meta(node.args[0])).get(dim)
     e = sym_expr(_meta(index))
     if e is not None:
-        i = torch.as_tensor(ctx.real_value(e), device=x.device)
+        i = ctx.real_value(e)
         if in_expr is not None:  # a negative symbolic index counts from the real size
-            i = torch.where(i < 0, i + ctx.real_value(in_expr), i)
+            n = ctx.real_value(in_expr)
+            if isinstance(i, int) and isinstance(n, int):  # known on the host (Fused Eager)
+                i = i + n if i < 0 else i
+            else:
+                i = torch.as_tensor(i, device=x.device)
+                i = torch.where(i < 0, i + n, i)
     elif int(index) < 0 and in_expr is not None:
         i = ctx.real_value(in_expr) + int(index)
     else:
         return x.select(dim, int(index))
-    i = torch.as_tensor(i, device=x.device).reshape(1).clamp(0, x.shape[dim] - 1)
-    return x.index_select(dim, i).squeeze(dim)
+    return x.index_select(dim, ctx.positions(1, i, 1, x.shape[dim] - 1, x.device)).squeeze(dim)
 
 
 def _gather_rule(ctx, node, args, kwargs):
@@ -324,8 +321,7 @@ def _split_rule(ctx, node, args, kwargs):
     for m in _meta(node):
         e = dyn_dims(m).get(dim)
         size = ctx.padded_shape(m)[dim]
-        pos = (torch.arange(size, device=x.device) + start).clamp(0, x.shape[dim] - 1)
-        pieces.append(x.index_select(dim, pos))
+        pieces.append(x.index_select(dim, ctx.positions(size, start, 1, x.shape[dim] - 1, x.device)))
         start = start + (ctx.real_value(e) if e is not None else m.shape[dim])
     return pieces
 
@@ -362,7 +358,8 @@ def _arange_start_rule(ctx, node, args, kwargs):
     n = ctx.padded_shape(_meta(node))[0]
     step = args[2] if len(args) > 2 else 1
     r = torch.arange(n, dtype=kwargs.get("dtype"), device=kwargs.get("device")) * step
-    return r + ctx.real_value(start).to(r.dtype)
+    v = ctx.real_value(start)
+    return r + (v.to(r.dtype) if isinstance(v, torch.Tensor) else v)
 
 
 def _ranked_rule(ctx, node, args, kwargs):

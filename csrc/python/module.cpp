@@ -128,6 +128,7 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("_mark_step", [] { runtime::mark_step(); });
   m.def("_set_fuse_split_paused", [](bool paused) { return runtime::set_split_paused(paused); });
+  m.def("_fuse_keep_trace_whole", [](int device) { runtime::keep_trace_whole(device); });
   // Freed buffers kept for reuse by fused programs (runtime/donation.h).
   m.def("_empty_cache", [] {
     if (runtime::started()) runtime::release_recycled();
