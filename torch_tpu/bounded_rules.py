@@ -41,14 +41,18 @@ def sym_expr(v: Any):
 
 
 def dyn_dims(val: Any) -> dict:
-    """{dim: expr} for the symbolic dims of a (fake) tensor."""
+    """{dim: expr} for the symbolic dims of a (fake) tensor. Kept on the
+    tensor (rules ask for it on every call of a plan): do not modify it."""
     if not isinstance(val, torch.Tensor):
         return {}
-    out = {}
-    for d, s in enumerate(val.shape):
-        e = sym_expr(s)
-        if e is not None:
-            out[d] = e
+    out = val.__dict__.get("_tpu_dyn_dims")
+    if out is None:
+        out = {}
+        for d, s in enumerate(val.shape):
+            e = sym_expr(s)
+            if e is not None:
+                out[d] = e
+        val._tpu_dyn_dims = out
     return out
 
 

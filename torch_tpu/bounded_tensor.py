@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import functools
 import warnings
-from collections import OrderedDict
 from typing import Any
 
 import sympy
@@ -44,17 +43,11 @@ class BoundedTensor(torch.Tensor):
 
     @staticmethod
     def __new__(cls, padded: torch.Tensor, shape, bounds: dict):
-        r = torch.Tensor._make_wrapper_subclass(cls, shape, dtype=padded.dtype, device=padded.device)
-        r._padded = padded
-        r._bounds = dict(bounds)  # {dim: upper bound or None}
-        # What a plan key reads (_plan_key), computed once: everything but
-        # the marked sizes, and the marked sizes by dim.
-        marked = sorted(r._bounds)
-        r._static = (padded.dtype, padded.device,
-                     tuple(None if d in r._bounds else int(s) for d, s in enumerate(shape)),
-                     tuple((d, r._bounds[d]) for d in marked))
-        r._marked = tuple(int(shape[d]) for d in marked)
-        return r
+        bounds = dict(bounds)  # {dim: upper bound or None}
+        marked = sorted(bounds)
+        static = (padded.dtype, padded.device, tuple(None if d in bounds else int(s) for d, s in enumerate(shape)),
+                  tuple((d, bounds[d]) for d in marked))
+        return _bounded(padded, [int(s) for s in shape], bounds, static, tuple(int(shape[d]) for d in marked))
 
     def __init__(self, *args, **kwargs):
         pass
@@ -72,6 +65,18 @@ class BoundedTensor(torch.Tensor):
     @classmethod
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
         return _dispatch(func, args, kwargs or {})
+
+
+def _bounded(padded: torch.Tensor, shape: list, bounds: dict, static: tuple, marked: tuple) -> BoundedTensor:
+    """A BoundedTensor from its parts. `static` is what a plan key reads of
+    it (_plan_key): dtype, device, the sizes of its unmarked dims and its
+    bounds; `marked`, the sizes of its marked dims."""
+    r = torch.Tensor._make_wrapper_subclass(BoundedTensor, shape, dtype=static[0], device=static[1])
+    r._padded = padded
+    r._bounds = bounds  # shared by the results of one plan: never modified
+    r._static = static
+    r._marked = marked
+    return r
 
 
 def mark_dynamic(t: torch.Tensor, dim: int, lo: int | None = None, hi: int | None = None) -> torch.Tensor:
@@ -110,7 +115,7 @@ def mark_dynamic(t: torch.Tensor, dim: int, lo: int | None = None, hi: int | Non
 # Ops that read values out to the host, or leave the device: they see the
 # real entries.
 _HOST = {"_local_scalar_dense", "_to_copy", "equal", "_copy_from"}
-_host_of: dict = {}  # OpOverload -> its name when in _HOST, else ""
+_host_of: dict = {}  # id(OpOverload) -> its name when in _HOST, else ""
 
 
 def _unpad_all(args, kwargs):
@@ -127,16 +132,21 @@ def _fallback(func, args, kwargs, why: str | None):
 
 
 def _dispatch(func, args, kwargs):
-    host = _host_of.get(func)
+    host = _host_of.get(id(func))  # aten's OpOverloads live as long as the process
     if host is None:
         name = func._schema.name.split("::")[-1]
-        host = _host_of[func] = name if name in _HOST else ""
+        host = _host_of[id(func)] = name if name in _HOST else ""
     if host and (host != "_to_copy" or _leaves_device(kwargs)):
         return _fallback(func, args, kwargs, None)
     try:
         flat, spec = _flatten(args, kwargs)
         key, sizes = _plan_key(func, flat, spec)
-        return _plan(key, func, flat, spec).run(flat, spec, sizes)
+        plan = _plans.get(key)
+        if plan is None:
+            plan = _plan(key, func, flat, spec)
+        elif type(plan) is str:
+            raise Unsupported(plan)
+        return plan.run(flat, spec, sizes)
     except Unsupported as e:
         return _fallback(func, args, kwargs, str(e))
 
@@ -199,7 +209,7 @@ def _plan_key(func, flat, spec):
             for s in a._marked:
                 if s not in classes:
                     classes[s] = len(classes)
-    key = [func, spec]
+    key = [id(func), spec]
     for a in flat:
         t = type(a)
         if t is BoundedTensor:
@@ -215,27 +225,24 @@ def _plan_key(func, flat, spec):
     return tuple(key), list(classes)
 
 
-_plans: OrderedDict = OrderedDict()  # plan key -> _Plan, or why the op cannot run padded
+_plans: dict = {}  # plan key -> _Plan, or why the op cannot run padded (a str)
 
 
 def _plan(key, func, flat, spec) -> "_Plan":
-    hit = _plans.get(key)
-    if hit is None:
-        try:
-            hit = _Plan(func, flat, spec)
-        except Unsupported as e:
-            # Only the message is kept: the exception's traceback holds the
-            # frames, and they this op's tensors (kept alive, a deferred
-            # value becomes a result of its fused program).
-            hit = str(e)
-        _plans[key] = hit
-        if len(_plans) > 4096:
-            _plans.popitem(last=False)
-    else:
-        _plans.move_to_end(key)
-    if type(hit) is str:
-        raise Unsupported(hit)
-    return hit
+    """A new plan for `key` (the plan of an op the warm path has not seen)."""
+    try:
+        plan = _Plan(func, flat, spec)
+    except Unsupported as e:
+        # Only the message is kept: the exception's traceback holds the
+        # frames, and they this op's tensors (kept alive, a deferred value
+        # becomes a result of its fused program).
+        plan = str(e)
+    if len(_plans) >= 4096:  # a bound: the oldest plan goes
+        del _plans[next(iter(_plans))]
+    _plans[key] = plan
+    if type(plan) is str:
+        raise Unsupported(plan)
+    return plan
 
 
 class _Plan:
@@ -251,9 +258,10 @@ class _Plan:
         self.index = {s: i for i, s in enumerate(self.syms)}
         self.bounded = [i for i, a in enumerate(flat) if type(a) is BoundedTensor]
         self.device = flat[self.bounded[0]]._static[1]
+        self.device_index = self.device.index or 0
         # ints taken as a marked size run as its padded size
         self.symints = [(i, self.index[f.node.expr]) for i, f in enumerate(fake_flat) if isinstance(f, torch.SymInt)]
-        self.wrap = _result_recipe(fout, self.index, upper_of)
+        self.wrap = _result_recipe(fout, self.index, upper_of, self.device)
         self.buckets = set()  # the padded sizes it ran at
 
     def run(self, flat, spec, sizes):
@@ -267,12 +275,7 @@ class _Plan:
         if self.plain:
             out = self.func(*args, **kwargs)
         else:
-            import os
-            if os.environ.get("OLDCALL"):
-                real_t = torch.tensor(list(sizes), dtype=torch.int64).to(self.device)
-                call = _Call(dict(zip(self.syms, padded)), real_t, self.index)
-            else:
-                call = _HostSizes(dict(zip(self.syms, padded)), dict(zip(self.syms, sizes)), self.device, id(self))
+            call = _HostSizes(dict(zip(self.syms, padded)), dict(zip(self.syms, sizes)), self.device, id(self))
             out = self.rule(call, self.node, args, kwargs)
         buckets = tuple(padded)
         if buckets not in self.buckets:
@@ -282,7 +285,7 @@ class _Plan:
             # than split around those ops (fusing_runtime.cpp), whose
             # segments would be compiled and run for this one step.
             self.buckets.add(buckets)
-            _C._fuse_keep_trace_whole(self.device.index or 0)
+            _C._fuse_keep_trace_whole(self.device_index)
         return self.wrap(out, sizes, [flat[i] for i in self.bounded])
 
 
@@ -420,6 +423,7 @@ class _HostSizes(_Call):
         return _upload(self.role, ("cat", size, tuple(pieces)), device)
 
 
+@functools.lru_cache(maxsize=4096)
 def _upload(role, what: tuple, device) -> torch.Tensor:
     """A small int64 or bool tensor the rules read (_HostSizes), built on the
     host and uploaded once per role and value: the ops of a decode step
@@ -459,14 +463,14 @@ def _size_fn(e, index: dict):
     return lambda sizes: int(e.xreplace({s: sympy.Integer(sizes[k]) for s, k in syms}))
 
 
-def _result_recipe(fake, index: dict, upper_of: dict):
+def _result_recipe(fake, index: dict, upper_of: dict, device):
     """A function (out, sizes, bounded args) -> the op's result as the user
     sees it: outputs with marked dims become BoundedTensors, re-padded to
     the bucket of their real size (a cat one longer stays in its bucket);
     an in-place op returns its (wrapped) argument; a symbolic int result is
     its real value."""
     if isinstance(fake, (list, tuple)):
-        parts, kind = [_result_recipe(f, index, upper_of) for f in fake], type(fake)
+        parts, kind = [_result_recipe(f, index, upper_of, device) for f in fake], type(fake)
         return lambda out, sizes, args: kind(p(o, sizes, args) for p, o in zip(parts, out))
     if isinstance(fake, torch.SymInt):
         f = _size_fn(fake.node.expr, index)
@@ -480,6 +484,8 @@ def _result_recipe(fake, index: dict, upper_of: dict):
         g = growth(e)
         dims.append((d, _size_fn(e, index), _expr_upper(e, upper_of), g[1] if g else 0))
     bounds = {d: b for d, _, b, _ in dims}
+    marked = sorted(bounds)
+    key = (fake.dtype, device, tuple(static), tuple((d, bounds[d]) for d in marked))  # BoundedTensor._static
 
     def wrap(out, sizes, args):
         if not isinstance(out, torch.Tensor):
@@ -501,7 +507,9 @@ def _result_recipe(fake, index: dict, upper_of: dict):
                     out = out.narrow(d, 0, w)  # a view: the layout stays that of the op's result
             if want != list(out.shape):
                 out = pad_to(out, want, [max(r, o) for r, o in zip(room, out.shape)])
-        return BoundedTensor(out, shape, bounds)
+        if out.dtype != key[0] or out.device != device:
+            return BoundedTensor(out, shape, bounds)
+        return _bounded(out, shape, bounds, key, tuple([shape[d] for d in marked]))
 
     return wrap
 
