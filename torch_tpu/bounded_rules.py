@@ -449,6 +449,66 @@ def _index_put_rule(ctx, node, args, kwargs):
     return out.narrow(d0, 0, slot)
 
 
+_SDPA_ARGS = ("query", "key", "value", "attn_mask", "dropout_p", "is_causal")
+
+
+def _sdpa_given(args, kwargs) -> dict:
+    """scaled_dot_product_attention's arguments by name."""
+    return dict(zip(_SDPA_ARGS, args), **kwargs)
+
+
+def _sdpa_rule(ctx, node, args, kwargs):
+    """scaled_dot_product_attention with its keys and values padded along
+    the sequence (a decode step over a grown KV cache), as one op rather
+    than the dozen of its math decomposition. The padded keys are masked
+    out of the scores (False in a boolean mask, -inf in a float one; with
+    is_causal, an explicit causal mask, top-left aligned as torch's), and
+    the padded values are zeroed (their weight is 0, and 0 * garbage could
+    be NaN). Padded query rows give padded output rows. Fully masked real
+    rows stay as torch gives them: the padding adds only masked keys."""
+    given = _sdpa_given(args, kwargs)
+    metas = _sdpa_given(node.args, node.kwargs)
+    k, v = given["key"], given["value"]
+    e = dyn_dims(_meta(metas["key"])).get(k.dim() - 2)
+    if e is None:
+        return node.target(**given)
+    kt = k.transpose(-2, -1)  # the scores' last dim is the keys'
+    keep = ctx.mask(e, kt, kt.dim() - 1)
+    given["value"] = torch.where(ctx.mask(e, v, v.dim() - 2), v, 0)
+    mask = given.get("attn_mask")
+    if given.get("is_causal"):
+        q = given["query"]
+        mask = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool, device=q.device).tril() & keep
+        given["is_causal"] = False
+    elif mask is None:
+        mask = keep
+    elif mask.dtype == torch.bool:
+        mask = mask & keep
+    else:
+        mask = torch.where(keep, mask, float("-inf"))
+    given["attn_mask"] = mask
+    return node.target(**given)
+
+
+def _check_sdpa(node) -> None:
+    """Padded dims _sdpa_rule covers: the keys' and values' sequence (the
+    same size), the queries' rows, and the mask's matching dims."""
+    given = _sdpa_given(node.args, node.kwargs)
+    if given.get("dropout_p") not in (None, 0, 0.0):
+        raise Unsupported(f"{node.target} with dropout on padded sizes")
+    q, k, v = (_meta(given[n]) for n in ("query", "key", "value"))
+    seq = dyn_dims(k).get(k.dim() - 2)
+    allowed = {"query": {q.dim() - 2: dyn_dims(q).get(q.dim() - 2)}, "key": {k.dim() - 2: seq},
+               "value": {v.dim() - 2: seq}}
+    m = _meta(given.get("attn_mask"))
+    if m is not None:
+        allowed["attn_mask"] = {m.dim() - 2: dyn_dims(q).get(q.dim() - 2), m.dim() - 1: seq}
+    for name, dims in allowed.items():
+        for d, e in dyn_dims(_meta(given[name])).items():
+            if dims.get(d) != e:
+                raise Unsupported(f"{node.target} with {name} padded along dim {d}")
+
+
 def _grouped_mm_rule(ctx, node, args, kwargs):
     """_grouped_mm(a (M, K), b (G, K, N), offs (G,)) on padded rows as one
     fixed-shape program. On tpu the op is ATen's composite fallback, which
@@ -796,6 +856,9 @@ def plan(node: torch.fx.Node) -> Callable:
     if t is aten.histc.default:
         _histc_fill(node)
         return _histc_rule
+    if t is aten.scaled_dot_product_attention.default:
+        _check_sdpa(node)
+        return _sdpa_rule
     if t is aten._grouped_mm.default:
         # 2-D rows times 3-D experts: each output row depends on its own row
         # and its group alone, so padded rows (past offs[-1] when the

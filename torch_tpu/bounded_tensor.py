@@ -66,6 +66,19 @@ class BoundedTensor(torch.Tensor):
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
         return _dispatch(func, args, kwargs or {})
 
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        # scaled_dot_product_attention is planned whole (bounded_rules.
+        # _sdpa_rule): below this level it is a composite of a dozen ops,
+        # each a Python dispatch on a padded tensor. Anything else (and an
+        # attention the rule does not cover) goes on as for a tensor.
+        if func is _SDPA and len(args) <= 6:
+            out = _run_whole(_aten.scaled_dot_product_attention.default, args, kwargs or {})
+            if out is not NotImplemented:
+                return out
+        with torch._C.DisableTorchFunctionSubclass():
+            return func(*args, **(kwargs or {}))
+
 
 def _bounded(padded: torch.Tensor, shape: list, bounds: dict, static: tuple, marked: tuple) -> BoundedTensor:
     """A BoundedTensor from its parts. `static` is what a plan key reads of
@@ -149,6 +162,26 @@ def _dispatch(func, args, kwargs):
         return plan.run(flat, spec, sizes)
     except Unsupported as e:
         return _fallback(func, args, kwargs, str(e))
+
+
+_SDPA = torch._C._nn.scaled_dot_product_attention
+_aten = torch.ops.aten
+
+
+def _run_whole(func, args, kwargs):
+    """`func` (a composite op) planned and run padded as one op, or
+    NotImplemented when it cannot be (its decomposition then runs)."""
+    try:
+        flat, spec = _flatten(args, kwargs)
+        key, sizes = _plan_key(func, flat, spec)
+        plan = _plans.get(key)
+        if plan is None:
+            plan = _plan(key, func, flat, spec)
+        elif type(plan) is str:
+            return NotImplemented
+        return plan.run(flat, spec, sizes)
+    except Unsupported:
+        return NotImplemented
 
 
 def _leaves_device(kwargs) -> bool:
