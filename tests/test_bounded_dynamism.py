@@ -420,6 +420,44 @@ def test_mark_dynamic_eager_sdpa_runs_whole_and_matches_cpu(monkeypatch):
             assert_close(got.cpu(), want, **TOL)
 
 
+def test_bounded_tensor_behaves_as_a_tensor():
+    """What user code does with a tensor, on a BoundedTensor: writes into
+    views that the padded value runs as copies (a slice or select along the
+    padded dim, a view the padded layout does not allow) reach the tensor;
+    its memory is the real entries' view of the padded storage (data_ptr,
+    stride, storage agree); tolist, torch.save/load (as a plain tensor) and
+    deepcopy give the real entries."""
+    import copy
+    import io
+
+    writes = [
+        lambda y: y.__setitem__((0, -1), 99.0),
+        lambda y: y[:, -3:-1].add_(1),
+        lambda y: y[:, -1:].view(2).fill_(0),
+        lambda y: y.view(-1)[-1:].fill_(5),
+        lambda y: torch.add(torch.ones(2, 2, device=y.device), 1, out=y[:, 2:][:, -2:]),
+        lambda y: y.split(4, dim=1)[-1].mul_(-1),
+    ]
+    x = torch.arange(18.0).view(2, 9)
+    with torch_tpu.eager_mode("fused"):
+        for w in writes:
+            want, y = x.clone(), torch_tpu.mark_dynamic(x.to("tpu"), 1, 1, 64)
+            w(want)
+            w(y)
+            assert_close(y.cpu(), want)
+        y = torch_tpu.mark_dynamic(x.to("tpu"), 1, 1, 64)
+        assert y.stride() == y._padded.stride() and y.data_ptr() == y._padded.data_ptr()
+        assert y.untyped_storage().data_ptr() == y._padded.untyped_storage().data_ptr()
+        assert y.tolist() == x.tolist()
+        buf = io.BytesIO()
+        torch.save({"y": y}, buf)
+        buf.seek(0)
+        assert torch.load(buf, map_location="cpu")["y"].tolist() == x.tolist()
+        z = copy.deepcopy(y)
+        z.add_(1)
+        assert y.tolist() == x.tolist() and z.tolist() == (x + 1).tolist()
+
+
 def test_mark_dynamic_outside_fused_only_marks():
     t = torch.randn(2, 5, device="tpu")
     with torch_tpu.eager_mode("strict"):

@@ -39,7 +39,15 @@ _warned: set = set()
 
 
 class BoundedTensor(torch.Tensor):
-    """A tpu tensor of real shape `shape` stored padded (see the module)."""
+    """A tpu tensor of real shape `shape` stored padded (see the module).
+
+    Itself it is the view of its real entries in the padded storage (real
+    sizes, the padded value's strides and offset), so what reads a tensor's
+    memory without an op sees the truth: data_ptr(), untyped_storage(),
+    stride(), DLPack. Every op goes to __torch_dispatch__, which runs it on
+    the padded value `_padded`. `_source`, on a result that torch defines
+    as a view of a BoundedTensor, says how a write into it reaches what it
+    views (_write_back)."""
 
     @staticmethod
     def __new__(cls, padded: torch.Tensor, shape, bounds: dict):
@@ -62,6 +70,19 @@ class BoundedTensor(torch.Tensor):
     def __repr__(self, *, tensor_contents=None):
         return f"BoundedTensor({self.unpadded()!r}, padded to {tuple(self._padded.shape)})"
 
+    def __reduce_ex__(self, proto):
+        # torch.save and pickle keep the real entries as a plain tensor (a
+        # loader knows no BoundedTensor, and weights_only refuses one)
+        return self.unpadded().clone().__reduce_ex__(proto)
+
+    def __deepcopy__(self, memo):
+        if id(self) not in memo:
+            memo[id(self)] = BoundedTensor(self._padded.clone(), self.shape, self._bounds)
+        return memo[id(self)]
+
+    def tolist(self):
+        return self.cpu().tolist()
+
     @classmethod
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
         return _dispatch(func, args, kwargs or {})
@@ -76,15 +97,20 @@ class BoundedTensor(torch.Tensor):
             out = _run_whole(_aten.scaled_dot_product_attention.default, args, kwargs or {})
             if out is not NotImplemented:
                 return out
+        if func is _TOLIST:  # the C++ method refuses subclasses
+            return args[0].tolist()
         with torch._C.DisableTorchFunctionSubclass():
             return func(*args, **(kwargs or {}))
+
+
+_TOLIST = torch.Tensor.tolist
 
 
 def _bounded(padded: torch.Tensor, shape: list, bounds: dict, static: tuple, marked: tuple) -> BoundedTensor:
     """A BoundedTensor from its parts. `static` is what a plan key reads of
     it (_plan_key): dtype, device, the sizes of its unmarked dims and its
     bounds; `marked`, the sizes of its marked dims."""
-    r = torch.Tensor._make_wrapper_subclass(BoundedTensor, shape, dtype=static[0], device=static[1])
+    r = torch.Tensor._make_subclass(BoundedTensor, padded.as_strided(shape, padded.stride(), padded.storage_offset()))
     r._padded = padded
     r._bounds = bounds  # shared by the results of one plan: never modified
     r._static = static
@@ -141,7 +167,15 @@ def _fallback(func, args, kwargs, why: str | None):
         _warned.add(str(func))
         warnings.warn(f"torch_tpu: {func} runs on real-sized values (compiled per size): {why}")
     args, kwargs = _unpad_all(args, kwargs)
-    return func(*args, **kwargs)
+    try:
+        return func(*args, **kwargs)
+    except RuntimeError:
+        # the real entries are a strided view of the padded storage, which
+        # a view merging dims may not be able to read in place: a reshape
+        # copies (and _dispatch notes the copy as standing for the view)
+        if func not in _RESHAPES:
+            raise
+        return torch.reshape(args[0], args[1])
 
 
 def _dispatch(func, args, kwargs):
@@ -159,9 +193,79 @@ def _dispatch(func, args, kwargs):
             plan = _plan(key, func, flat, spec)
         elif type(plan) is str:
             raise Unsupported(plan)
-        return plan.run(flat, spec, sizes)
+        out = plan.run(flat, spec, sizes)
     except Unsupported as e:
-        return _fallback(func, args, kwargs, str(e))
+        out = _fallback(func, args, kwargs, str(e))
+        if args and type(args[0]) is BoundedTensor and any(r.alias_info is not None for r in func._schema.returns) \
+                and not _mutated(func):
+            out = _note_views(out, args[0], func, args, kwargs)
+    for pos, name in _mutated(func):
+        written = args[pos] if pos < len(args) else kwargs.get(name)
+        for t in written if isinstance(written, (list, tuple)) else (written,):
+            if type(t) is BoundedTensor and "_source" in t.__dict__:
+                _write_back(t)
+    return out
+
+
+_mutated_of: dict = {}  # id(OpOverload) -> its written arguments, (position, name)
+
+
+def _mutated(func) -> list:
+    """The arguments `func` writes (in-place ops' self, out=)."""
+    got = _mutated_of.get(id(func))
+    if got is None:
+        got = _mutated_of[id(func)] = [(i, a.name) for i, a in enumerate(func._schema.arguments)
+                                       if a.alias_info is not None and a.alias_info.is_write]
+    return got
+
+
+def _note_views(res, src: "BoundedTensor", func, args, kwargs, index=None):
+    """`res`, the result of view op `func` on `src`, noted as standing for
+    that view when writing into it would not reach `src`: its padded value
+    is a copy (a slice or select along a padded dim gathers; a view that
+    the padded layout does not allow is a reshape), or it views such a
+    copy. It is then a BoundedTensor (with no padded dims if it has none),
+    so that in-place ops on it reach _dispatch, which writes back."""
+    if isinstance(res, (list, tuple)):
+        return type(res)(_note_views(r, src, func, args, kwargs, i) for i, r in enumerate(res))
+    if not isinstance(res, torch.Tensor):
+        return res
+    padded = res._padded if type(res) is BoundedTensor else res
+    if padded.untyped_storage()._cdata != src._padded.untyped_storage()._cdata:
+        note = ("copy", src, func, args, kwargs, index)
+    elif "_source" in src.__dict__:
+        note = ("view", src)
+    else:
+        return res
+    if type(res) is not BoundedTensor:
+        res = BoundedTensor(res, res.shape, {})
+    res._source = note
+    return res
+
+
+_RESHAPES = {torch.ops.aten.view.default, torch.ops.aten._unsafe_view.default, torch.ops.aten.reshape.default}
+
+
+def _write_back(t: "BoundedTensor") -> None:
+    """`t` was written in place: carries the write to the tensors it
+    stands for a view of (_note_views), through each copy to its source.
+    The view is taken again at real sizes on the source's real entries (a
+    true view of its padded storage) and the copy's real entries are
+    copied into it: compiled per size, but writes into such views are not
+    what a decode step does."""
+    note = t.__dict__.get("_source")
+    while note is not None:
+        src = note[1]
+        if note[0] == "copy":
+            _, _, func, args, kwargs, index = note
+            real_args, real_kwargs = _unpad_all(args, kwargs)
+            if func in _RESHAPES:  # the same entries, in row-major order
+                target, value = real_args[0], t.unpadded().reshape(real_args[0].shape)
+            else:
+                target = func(*real_args, **real_kwargs)
+                target, value = (target if index is None else target[index]), t.unpadded()
+            target.copy_(value)
+        t, note = src, src.__dict__.get("_source")
 
 
 _SDPA = torch._C._nn.scaled_dot_product_attention
@@ -295,6 +399,9 @@ class _Plan:
         # ints taken as a marked size run as its padded size
         self.symints = [(i, self.index[f.node.expr]) for i, f in enumerate(fake_flat) if isinstance(f, torch.SymInt)]
         self.wrap = _result_recipe(fout, self.index, upper_of, self.device)
+        # torch returns a view of its first argument (select, slice, view,
+        # ...): the padded result may be a copy (_note_views)
+        self.view_op = any(r.alias_info is not None for r in func._schema.returns) and not _mutated(func)
         self.buckets = set()  # the padded sizes it ran at
 
     def run(self, flat, spec, sizes):
@@ -319,7 +426,10 @@ class _Plan:
             # segments would be compiled and run for this one step.
             self.buckets.add(buckets)
             _C._fuse_keep_trace_whole(self.device_index)
-        return self.wrap(out, sizes, [flat[i] for i in self.bounded])
+        res = self.wrap(out, sizes, [flat[i] for i in self.bounded])
+        if self.view_op and type(flat[0]) is BoundedTensor:
+            res = _note_views(res, flat[0], self.func, *_unflatten(flat, spec))
+        return res
 
 
 def _fake_run(func, flat, spec, use):
