@@ -33,7 +33,7 @@ import torch
 
 from . import _C
 
-_enabled = os.environ.get("TPU_FUSE_BUCKET", "0") == "1"
+_enabled = os.environ.get("TPU_FUSE_BUCKET", "1") != "0"  # on unless TPU_FUSE_BUCKET=0
 _stats = {"bucketed": 0}
 
 
