@@ -81,7 +81,10 @@ class _Call:
         return int(expr.xreplace({s: sympy.Integer(v) for s, v in self.padded.items()}))
 
     def padded_shape(self, val) -> list:
-        return [self.padded_int(s.node.expr) if isinstance(s, torch.SymInt) else int(s) for s in val.shape]
+        sizes = val.__dict__.get("_tpu_sizes")  # kept on the (fake) value: rules ask on every call
+        if sizes is None:
+            sizes = val._tpu_sizes = [s.node.expr if isinstance(s, torch.SymInt) else int(s) for s in val.shape]
+        return [s if type(s) is int else self.padded_int(s) for s in sizes]
 
     def real_value(self, expr) -> torch.Tensor:
         """The real value of a symbolic expression, as a 0-dim int64 tpu tensor."""
