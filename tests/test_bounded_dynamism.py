@@ -388,6 +388,76 @@ def test_mark_dynamic_eager_ops_match_cpu():
         assert_close(o, w, **TOL)
 
 
+def test_mark_dynamic_eager_sdpa_runs_whole_and_matches_cpu(monkeypatch):
+    """scaled_dot_product_attention over a padded KV cache runs as one
+    padded op (bounded_rules._sdpa_rule, not its decomposition): padded
+    keys masked out of the scores (no mask, boolean, float, causal),
+    padded values zeroed, padded query rows; GQA."""
+    from torch_tpu import bounded_tensor
+
+    ran = []
+    run = bounded_tensor._Plan.run
+    monkeypatch.setattr(bounded_tensor._Plan, "run", lambda self, *a: ran.append(self.func) or run(self, *a))
+    torch.manual_seed(0)
+    q1, q5 = torch.randn(1, 4, 1, 8), torch.randn(1, 4, 5, 8)
+    k, v = torch.randn(1, 2, 5, 8), torch.randn(1, 2, 5, 8)
+    bool_mask, float_mask = torch.rand(1, 1, 1, 5) > 0.3, torch.randn(1, 1, 1, 5)
+    cases = [dict(), dict(attn_mask=bool_mask), dict(attn_mask=float_mask), dict(is_causal=True)]
+    with torch_tpu.eager_mode("fused"):
+        kb, vb = (torch_tpu.mark_dynamic(t.to("tpu"), 2, 1, 64) for t in (k, v))
+        vb._padded[:, :, 5:] = float("nan")  # garbage that 0 * padding must not let through
+        for kw in cases:
+            q = q5 if kw.get("is_causal") else q1
+            qb = torch_tpu.mark_dynamic(q.to("tpu"), 2, 1, 64) if kw.get("is_causal") else q.to("tpu")
+            tkw = {n: (m.to("tpu") if n == "attn_mask" else m) for n, m in kw.items()}
+            if "attn_mask" in kw:  # the mask grows with the cache: padded along its last dim
+                tkw["attn_mask"] = torch_tpu.mark_dynamic(tkw["attn_mask"], 3, 1, 64)
+            ran.clear()
+            got = F.scaled_dot_product_attention(qb, kb, vb, enable_gqa=True, **tkw)
+            assert ran == [torch.ops.aten.scaled_dot_product_attention.default], ran
+            want = F.scaled_dot_product_attention(q, k, v, enable_gqa=True, **kw)
+            assert got.shape == want.shape
+            assert_close(got.cpu(), want, **TOL)
+
+
+def test_bounded_tensor_behaves_as_a_tensor():
+    """What user code does with a tensor, on a BoundedTensor: writes into
+    views that the padded value runs as copies (a slice or select along the
+    padded dim, a view the padded layout does not allow) reach the tensor;
+    its memory is the real entries' view of the padded storage (data_ptr,
+    stride, storage agree); tolist, torch.save/load (as a plain tensor) and
+    deepcopy give the real entries."""
+    import copy
+    import io
+
+    writes = [
+        lambda y: y.__setitem__((0, -1), 99.0),
+        lambda y: y[:, -3:-1].add_(1),
+        lambda y: y[:, -1:].view(2).fill_(0),
+        lambda y: y.view(-1)[-1:].fill_(5),
+        lambda y: torch.add(torch.ones(2, 2, device=y.device), 1, out=y[:, 2:][:, -2:]),
+        lambda y: y.split(4, dim=1)[-1].mul_(-1),
+    ]
+    x = torch.arange(18.0).view(2, 9)
+    with torch_tpu.eager_mode("fused"):
+        for w in writes:
+            want, y = x.clone(), torch_tpu.mark_dynamic(x.to("tpu"), 1, 1, 64)
+            w(want)
+            w(y)
+            assert_close(y.cpu(), want)
+        y = torch_tpu.mark_dynamic(x.to("tpu"), 1, 1, 64)
+        assert y.stride() == y._padded.stride() and y.data_ptr() == y._padded.data_ptr()
+        assert y.untyped_storage().data_ptr() == y._padded.untyped_storage().data_ptr()
+        assert y.tolist() == x.tolist()
+        buf = io.BytesIO()
+        torch.save({"y": y}, buf)
+        buf.seek(0)
+        assert torch.load(buf, map_location="cpu")["y"].tolist() == x.tolist()
+        z = copy.deepcopy(y)
+        z.add_(1)
+        assert y.tolist() == x.tolist() and z.tolist() == (x + 1).tolist()
+
+
 def test_mark_dynamic_outside_fused_only_marks():
     t = torch.randn(2, 5, device="tpu")
     with torch_tpu.eager_mode("strict"):

@@ -140,7 +140,7 @@ def test_growing_cat_is_bucketed_without_marks():
 
     with torch.no_grad():
         want, want_k, want_state = generate(model, "cpu", steps)
-        with torch_tpu.eager_mode("fused"), auto_bucketing(True):  # opt-in (auto_bucket.py)
+        with torch_tpu.eager_mode("fused"), auto_bucketing(True):  # the default (auto_bucket.py), whatever TPU_FUSE_BUCKET says
             before = programs()
             got, got_k, got_state = generate(tpu_model, "tpu", steps, after_step=count)
     assert got == want

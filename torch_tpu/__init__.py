@@ -56,6 +56,7 @@ safetensors_compat.install()  # safetensors' loaders accept device="tpu"
 from . import dynamo_backend  # noqa: E402
 from .dynamo_backend import compile_stats  # noqa: E402
 from .bounded_tensor import mark_dynamic  # noqa: E402
+from . import auto_bucket  # noqa: E402,F401  (hands the tpu cat kernel its bucketing hook, TPU_FUSE_BUCKET)
 from .compile_log import recompile_log  # noqa: E402
 
 dynamo_backend.install()  # torch.compile(..., backend="tpu")

@@ -14,38 +14,32 @@ reductions, softmax, contractions and argmax, so results are exact and the
 programs depend on the bucket only; an op no rule covers runs on the real
 sizes (compiled per size, with a warning), as for a marked tensor.
 
-The hook is a Python kernel for `aten::cat` on the tpu device (PyTorch's
-supported `torch.library` registration), installed the first time Fused
-Eager is turned on with bucketing enabled (or by set_enabled(True)); it runs the engine's own `cat.out`. Outside Fused
-Eager, with autograd on, during a graph capture, or unless enabled
-(TPU_FUSE_BUCKET=1 or set_enabled(True): off by default, see below)
-it only forwards. A result that becomes bounded is a wrapper subclass: its
-values, shape and every op are a tensor's, but it has no storage of its own
-(`data_ptr()` is 0, `untyped_storage()` is not the padded buffer).
+The detection is the tpu kernel of `aten::cat` (csrc/aten/cat_growth.cpp):
+every cat runs the lowered op and notes its result; only a cat that grows a
+noted result in a later trace calls `_bound` here. Outside Fused Eager,
+with autograd on, during a graph capture, or with bucketing off
+(TPU_FUSE_BUCKET=0 or set_enabled(False)) it is the plain op. A result
+that becomes bounded is a wrapper subclass: its values, shape and every op
+are a tensor's, but it has no storage of its own (`data_ptr()` is 0,
+`untyped_storage()` is not the padded buffer).
 """
 
 from __future__ import annotations
 
-import functools
+import atexit
 import os
 
 import torch
 
-_lib = None
-# Opt-in (TPU_FUSE_BUCKET=1): every op on a BoundedTensor goes through Python,
-# so a warm generate runs several times slower than a split one (design.md).
-_enabled = os.environ.get("TPU_FUSE_BUCKET", "0") == "1"
+from . import _C
+
+_enabled = os.environ.get("TPU_FUSE_BUCKET", "1") != "0"  # on unless TPU_FUSE_BUCKET=0
 _stats = {"bucketed": 0}
 
 
 def install() -> None:
-    """Registers the cat kernel (once per process), only when bucketing is
-    enabled: a disabled hook would still cost every cat a Python call."""
-    global _lib
-    if _lib is not None or not _enabled:
-        return
-    _lib = torch.library.Library("aten", "IMPL")
-    _lib.impl("cat", _cat, "PrivateUse1")
+    """Hands the current setting to the cat kernel."""
+    _C._set_cat_bucketing(_bound if _enabled else None)
 
 
 def set_enabled(on: bool) -> bool:
@@ -62,25 +56,9 @@ def stats() -> dict:
     return dict(_stats)
 
 
-def _cat(tensors, dim=0):
-    dtype = functools.reduce(torch.promote_types, [t.dtype for t in tensors])
-    out = torch.ops.aten.cat.out(tensors, dim, out=torch.empty(0, dtype=dtype, device=tensors[0].device))
-    if not _enabled or out.dim() == 0 or torch.is_grad_enabled() or torch.compiler.is_compiling():
-        return out
-    from . import _C
-
-    if _C._get_eager_mode() != 2 or _C._replay_capture_active():  # Strict Eager has no trace to keep stable
-        return out
-    d = dim % out.dim()
-    first = next((t for t in tensors if t.numel() > 0), None)
-    flushes = _C._fusion_stats()["flushes"]
-    grown = getattr(first, "_tpu_cat_grown", None) if first is not None else None
-    if grown is None or grown[0] != d or grown[1] == flushes:
-        # The next cat of this result along d makes it bounded if a trace
-        # ran in between (the next step of a loop; not a second cat in the
-        # same step, or in a graph).
-        out._tpu_cat_grown = (d, flushes)
-        return out
+def _bound(out: torch.Tensor, d: int) -> torch.Tensor:
+    """`out`, a cat's result grown along dim `d` from the last step, padded
+    to the bucket of its size (called by the cat kernel)."""
     from .bounded_graph import bucket, pad_to
     from .bounded_tensor import BoundedTensor
 
@@ -91,3 +69,7 @@ def _cat(tensors, dim=0):
     room[d] += 1  # the next growth by one stays in the same storage layout (bounded_rules.growth)
     _stats["bucketed"] += 1
     return BoundedTensor(pad_to(out, want, room), shape, {d: None})
+
+
+install()
+atexit.register(_C._set_cat_bucketing, None)  # drop the Python function before the interpreter goes

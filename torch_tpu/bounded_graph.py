@@ -74,10 +74,17 @@ class _Call:
         self._cache = {}
 
     def padded_int(self, expr) -> int:
+        if expr.is_Symbol:  # the common cases without sympy's substitution
+            return self.padded[expr]
+        if expr.is_Integer:
+            return int(expr)
         return int(expr.xreplace({s: sympy.Integer(v) for s, v in self.padded.items()}))
 
     def padded_shape(self, val) -> list:
-        return [self.padded_int(s.node.expr) if isinstance(s, torch.SymInt) else int(s) for s in val.shape]
+        sizes = val.__dict__.get("_tpu_sizes")  # kept on the (fake) value: rules ask on every call
+        if sizes is None:
+            sizes = val._tpu_sizes = [s.node.expr if isinstance(s, torch.SymInt) else int(s) for s in val.shape]
+        return [s if type(s) is int else self.padded_int(s) for s in sizes]
 
     def real_value(self, expr) -> torch.Tensor:
         """The real value of a symbolic expression, as a 0-dim int64 tpu tensor."""
@@ -112,6 +119,10 @@ class _Call:
             return out
         raise Unsupported(f"symbolic size expression {e}")
 
+    def real_tensor(self, expr) -> torch.Tensor:
+        """real_value as a 0-dim int64 tpu tensor (for a Tensor argument)."""
+        return self.real_value(expr)
+
     def mask(self, expr, like: torch.Tensor, dim: int) -> torch.Tensor:
         """True at the real entries of padded dim `dim` of `like`, shaped to
         broadcast against it."""
@@ -123,6 +134,26 @@ class _Call:
             shape[dim] = size
             self._cache[key] = m.reshape(shape)
         return self._cache[key]
+
+    def positions(self, size: int, start, step: int, hi: int, device) -> torch.Tensor:
+        """arange(size) * step + start, clamped to [0, hi]: the int64 index
+        of a gather (`start` may be a real value)."""
+        return (torch.arange(size, device=device) * step + start).clamp(0, hi)
+
+    def cat_index(self, size: int, pieces: list, device) -> torch.Tensor:
+        """The gather index that puts pieces (real size, padded size) of a
+        joined tensor of `size` entries end to end at their real sizes;
+        entries past the real total read entry 0."""
+        pos = torch.arange(size, device=device)
+        index = torch.zeros_like(pos)
+        start_real = 0  # where the current piece starts in the result (a real size)
+        start_padded = 0  # and in the joined tensor
+        for real, padded in pieces:
+            inside = (pos >= start_real) & (pos < start_real + real)
+            index = torch.where(inside, pos - start_real + start_padded, index)
+            start_real = start_real + real
+            start_padded += padded
+        return index
 
 
 class BoundedGraph:

@@ -41,14 +41,18 @@ def sym_expr(v: Any):
 
 
 def dyn_dims(val: Any) -> dict:
-    """{dim: expr} for the symbolic dims of a (fake) tensor."""
+    """{dim: expr} for the symbolic dims of a (fake) tensor. Kept on the
+    tensor (rules ask for it on every call of a plan): do not modify it."""
     if not isinstance(val, torch.Tensor):
         return {}
-    out = {}
-    for d, s in enumerate(val.shape):
-        e = sym_expr(s)
-        if e is not None:
-            out[d] = e
+    out = val.__dict__.get("_tpu_dyn_dims")
+    if out is None:
+        out = {}
+        for d, s in enumerate(val.shape):
+            e = sym_expr(s)
+            if e is not None:
+                out[d] = e
+        val._tpu_dyn_dims = out
     return out
 
 
@@ -119,7 +123,7 @@ def _scalar_operands(node: torch.fx.Node) -> Callable:
     def rule(ctx, node, args, kwargs):
         args = list(args)
         for i in positions:
-            args[i] = ctx.real_value(sym_expr(_meta(node.args[i])))
+            args[i] = ctx.real_tensor(sym_expr(_meta(node.args[i])))
         return op(*args, **kwargs)
 
     return rule
@@ -224,19 +228,11 @@ def _cat_rule(ctx, node, args, kwargs):
     keep = [i for i, m in enumerate(metas) if not (m.dim() == 1 and m.shape[0] == 0 and out_meta.dim() != 1)]
     tensors, metas = [tensors[i] for i in keep], [metas[i] for i in keep]
     joined = torch.cat(tensors, dim)
-    size = joined.shape[dim]
-    pos = torch.arange(size, device=joined.device)
-    index = torch.zeros_like(pos)
-    start_real = 0  # where the current piece starts in the result (a real size)
-    start_padded = 0  # and in `joined`
+    pieces = []
     for t, m in zip(tensors, metas):
         e = dyn_dims(m).get(dim)
-        real = ctx.real_value(e) if e is not None else t.shape[dim]
-        inside = (pos >= start_real) & (pos < start_real + real)
-        index = torch.where(inside, pos - start_real + start_padded, index)
-        start_real = start_real + real
-        start_padded += t.shape[dim]
-    return joined.index_select(dim, index)
+        pieces.append((ctx.real_value(e) if e is not None else t.shape[dim], t.shape[dim]))
+    return joined.index_select(dim, ctx.cat_index(joined.shape[dim], pieces, joined.device))
 
 
 def _slice_rule(ctx, node, args, kwargs):
@@ -258,7 +254,10 @@ def _slice_rule(ctx, node, args, kwargs):
         if e is not None:
             # a symbolic bound may be negative (`x[:, -w:]` for an int
             # argument w): counted from the real length, as Python does
-            r = torch.as_tensor(ctx.real_value(e), device=x.device)
+            r = ctx.real_value(e)
+            if isinstance(r, int) and isinstance(length, int):  # known on the host (Fused Eager)
+                return max(r + length if r < 0 else r, 0)
+            r = torch.as_tensor(r, device=x.device)
             return torch.where(r < 0, r + length, r).clamp(min=0)
         v = int(v)
         if v < 0:
@@ -271,9 +270,7 @@ def _slice_rule(ctx, node, args, kwargs):
     out_size = ctx.padded_shape(_meta(node))[dim]
     if (isinstance(start, int) and start == 0 and step == 1 and out_size == x.shape[dim]):
         return x  # a prefix as long as the padded dim: the padding just carries on
-    pos = torch.arange(out_size, device=x.device) * step + start
-    pos = pos.clamp(0, x.shape[dim] - 1)
-    return x.index_select(dim, pos)
+    return x.index_select(dim, ctx.positions(out_size, start, step, x.shape[dim] - 1, x.device))
 
 
 def _select_rule(ctx, node, args, kwargs):
@@ -282,15 +279,19 @@ def _select_rule(ctx, node, args, kwargs):
     in_expr = dyn_dims(_meta(node.args[0])).get(dim)
     e = sym_expr(_meta(index))
     if e is not None:
-        i = torch.as_tensor(ctx.real_value(e), device=x.device)
+        i = ctx.real_value(e)
         if in_expr is not None:  # a negative symbolic index counts from the real size
-            i = torch.where(i < 0, i + ctx.real_value(in_expr), i)
+            n = ctx.real_value(in_expr)
+            if isinstance(i, int) and isinstance(n, int):  # known on the host (Fused Eager)
+                i = i + n if i < 0 else i
+            else:
+                i = torch.as_tensor(i, device=x.device)
+                i = torch.where(i < 0, i + n, i)
     elif int(index) < 0 and in_expr is not None:
         i = ctx.real_value(in_expr) + int(index)
     else:
         return x.select(dim, int(index))
-    i = torch.as_tensor(i, device=x.device).reshape(1).clamp(0, x.shape[dim] - 1)
-    return x.index_select(dim, i).squeeze(dim)
+    return x.index_select(dim, ctx.positions(1, i, 1, x.shape[dim] - 1, x.device)).squeeze(dim)
 
 
 def _gather_rule(ctx, node, args, kwargs):
@@ -324,8 +325,7 @@ def _split_rule(ctx, node, args, kwargs):
     for m in _meta(node):
         e = dyn_dims(m).get(dim)
         size = ctx.padded_shape(m)[dim]
-        pos = (torch.arange(size, device=x.device) + start).clamp(0, x.shape[dim] - 1)
-        pieces.append(x.index_select(dim, pos))
+        pieces.append(x.index_select(dim, ctx.positions(size, start, 1, x.shape[dim] - 1, x.device)))
         start = start + (ctx.real_value(e) if e is not None else m.shape[dim])
     return pieces
 
@@ -362,7 +362,8 @@ def _arange_start_rule(ctx, node, args, kwargs):
     n = ctx.padded_shape(_meta(node))[0]
     step = args[2] if len(args) > 2 else 1
     r = torch.arange(n, dtype=kwargs.get("dtype"), device=kwargs.get("device")) * step
-    return r + ctx.real_value(start).to(r.dtype)
+    v = ctx.real_value(start)
+    return r + (v.to(r.dtype) if isinstance(v, torch.Tensor) else v)
 
 
 def _ranked_rule(ctx, node, args, kwargs):
@@ -446,6 +447,66 @@ def _index_put_rule(ctx, node, args, kwargs):
     fixed[d0] = torch.where(padding, slot, fixed[d0])
     out = node.target(wide, fixed, *args[2:], **kwargs)
     return out.narrow(d0, 0, slot)
+
+
+_SDPA_ARGS = ("query", "key", "value", "attn_mask", "dropout_p", "is_causal")
+
+
+def _sdpa_given(args, kwargs) -> dict:
+    """scaled_dot_product_attention's arguments by name."""
+    return dict(zip(_SDPA_ARGS, args), **kwargs)
+
+
+def _sdpa_rule(ctx, node, args, kwargs):
+    """scaled_dot_product_attention with its keys and values padded along
+    the sequence (a decode step over a grown KV cache), as one op rather
+    than the dozen of its math decomposition. The padded keys are masked
+    out of the scores (False in a boolean mask, -inf in a float one; with
+    is_causal, an explicit causal mask, top-left aligned as torch's), and
+    the padded values are zeroed (their weight is 0, and 0 * garbage could
+    be NaN). Padded query rows give padded output rows. Fully masked real
+    rows stay as torch gives them: the padding adds only masked keys."""
+    given = _sdpa_given(args, kwargs)
+    metas = _sdpa_given(node.args, node.kwargs)
+    k, v = given["key"], given["value"]
+    e = dyn_dims(_meta(metas["key"])).get(k.dim() - 2)
+    if e is None:
+        return node.target(**given)
+    kt = k.transpose(-2, -1)  # the scores' last dim is the keys'
+    keep = ctx.mask(e, kt, kt.dim() - 1)
+    given["value"] = torch.where(ctx.mask(e, v, v.dim() - 2), v, 0)
+    mask = given.get("attn_mask")
+    if given.get("is_causal"):
+        q = given["query"]
+        mask = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool, device=q.device).tril() & keep
+        given["is_causal"] = False
+    elif mask is None:
+        mask = keep
+    elif mask.dtype == torch.bool:
+        mask = mask & keep
+    else:
+        mask = torch.where(keep, mask, float("-inf"))
+    given["attn_mask"] = mask
+    return node.target(**given)
+
+
+def _check_sdpa(node) -> None:
+    """Padded dims _sdpa_rule covers: the keys' and values' sequence (the
+    same size), the queries' rows, and the mask's matching dims."""
+    given = _sdpa_given(node.args, node.kwargs)
+    if given.get("dropout_p") not in (None, 0, 0.0):
+        raise Unsupported(f"{node.target} with dropout on padded sizes")
+    q, k, v = (_meta(given[n]) for n in ("query", "key", "value"))
+    seq = dyn_dims(k).get(k.dim() - 2)
+    allowed = {"query": {q.dim() - 2: dyn_dims(q).get(q.dim() - 2)}, "key": {k.dim() - 2: seq},
+               "value": {v.dim() - 2: seq}}
+    m = _meta(given.get("attn_mask"))
+    if m is not None:
+        allowed["attn_mask"] = {m.dim() - 2: dyn_dims(q).get(q.dim() - 2), m.dim() - 1: seq}
+    for name, dims in allowed.items():
+        for d, e in dyn_dims(_meta(given[name])).items():
+            if dims.get(d) != e:
+                raise Unsupported(f"{node.target} with {name} padded along dim {d}")
 
 
 def _grouped_mm_rule(ctx, node, args, kwargs):
@@ -795,6 +856,9 @@ def plan(node: torch.fx.Node) -> Callable:
     if t is aten.histc.default:
         _histc_fill(node)
         return _histc_rule
+    if t is aten.scaled_dot_product_attention.default:
+        _check_sdpa(node)
+        return _sdpa_rule
     if t is aten._grouped_mm.default:
         # 2-D rows times 3-D experts: each output row depends on its own row
         # and its group alone, so padded rows (past offs[-1] when the

@@ -27,10 +27,11 @@ from typing import Any
 
 import sympy
 import torch
-from torch.utils._pytree import tree_flatten, tree_map, tree_unflatten
+from torch.utils._pytree import tree_map
 
+from . import _C
 from .bounded_graph import _Call, bucket, pad_to
-from .bounded_rules import Unsupported, dyn_dims, growth, plan
+from .bounded_rules import Unsupported, dyn_dims, growth, plan, run_plain
 
 __all__ = ["BoundedTensor", "mark_dynamic"]
 
@@ -38,14 +39,23 @@ _warned: set = set()
 
 
 class BoundedTensor(torch.Tensor):
-    """A tpu tensor of real shape `shape` stored padded (see the module)."""
+    """A tpu tensor of real shape `shape` stored padded (see the module).
+
+    Itself it is the view of its real entries in the padded storage (real
+    sizes, the padded value's strides and offset), so what reads a tensor's
+    memory without an op sees the truth: data_ptr(), untyped_storage(),
+    stride(), DLPack. Every op goes to __torch_dispatch__, which runs it on
+    the padded value `_padded`. `_source`, on a result that torch defines
+    as a view of a BoundedTensor, says how a write into it reaches what it
+    views (_write_back)."""
 
     @staticmethod
     def __new__(cls, padded: torch.Tensor, shape, bounds: dict):
-        r = torch.Tensor._make_wrapper_subclass(cls, shape, dtype=padded.dtype, device=padded.device)
-        r._padded = padded
-        r._bounds = dict(bounds)  # {dim: upper bound or None}
-        return r
+        bounds = dict(bounds)  # {dim: upper bound or None}
+        marked = sorted(bounds)
+        static = (padded.dtype, padded.device, tuple(None if d in bounds else int(s) for d, s in enumerate(shape)),
+                  tuple((d, bounds[d]) for d in marked))
+        return _bounded(padded, [int(s) for s in shape], bounds, static, tuple(int(shape[d]) for d in marked))
 
     def __init__(self, *args, **kwargs):
         pass
@@ -60,9 +70,52 @@ class BoundedTensor(torch.Tensor):
     def __repr__(self, *, tensor_contents=None):
         return f"BoundedTensor({self.unpadded()!r}, padded to {tuple(self._padded.shape)})"
 
+    def __reduce_ex__(self, proto):
+        # torch.save and pickle keep the real entries as a plain tensor (a
+        # loader knows no BoundedTensor, and weights_only refuses one)
+        return self.unpadded().clone().__reduce_ex__(proto)
+
+    def __deepcopy__(self, memo):
+        if id(self) not in memo:
+            memo[id(self)] = BoundedTensor(self._padded.clone(), self.shape, self._bounds)
+        return memo[id(self)]
+
+    def tolist(self):
+        return self.cpu().tolist()
+
     @classmethod
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
         return _dispatch(func, args, kwargs or {})
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        # scaled_dot_product_attention is planned whole (bounded_rules.
+        # _sdpa_rule): below this level it is a composite of a dozen ops,
+        # each a Python dispatch on a padded tensor. Anything else (and an
+        # attention the rule does not cover) goes on as for a tensor.
+        if func is _SDPA and len(args) <= 6:
+            out = _run_whole(_aten.scaled_dot_product_attention.default, args, kwargs or {})
+            if out is not NotImplemented:
+                return out
+        if func is _TOLIST:  # the C++ method refuses subclasses
+            return args[0].tolist()
+        with torch._C.DisableTorchFunctionSubclass():
+            return func(*args, **(kwargs or {}))
+
+
+_TOLIST = torch.Tensor.tolist
+
+
+def _bounded(padded: torch.Tensor, shape: list, bounds: dict, static: tuple, marked: tuple) -> BoundedTensor:
+    """A BoundedTensor from its parts. `static` is what a plan key reads of
+    it (_plan_key): dtype, device, the sizes of its unmarked dims and its
+    bounds; `marked`, the sizes of its marked dims."""
+    r = torch.Tensor._make_subclass(BoundedTensor, padded.as_strided(shape, padded.stride(), padded.storage_offset()))
+    r._padded = padded
+    r._bounds = bounds  # shared by the results of one plan: never modified
+    r._static = static
+    r._marked = marked
+    return r
 
 
 def mark_dynamic(t: torch.Tensor, dim: int, lo: int | None = None, hi: int | None = None) -> torch.Tensor:
@@ -91,10 +144,17 @@ def mark_dynamic(t: torch.Tensor, dim: int, lo: int | None = None, hi: int | Non
 
 
 # ---- running one op ---------------------------------------------------------------
+#
+# The warm path (a plan already made for this op, these arguments' layout
+# and these size classes) is: one pass over the arguments building the
+# plan key, a dict lookup, the padded op, and re-wrapping its results from
+# a recipe made with the plan. Nothing there touches sympy, pytree, fake
+# tensors or the real-sizes upload (a plain rule needs no real sizes).
 
 # Ops that read values out to the host, or leave the device: they see the
 # real entries.
 _HOST = {"_local_scalar_dense", "_to_copy", "equal", "_copy_from"}
+_host_of: dict = {}  # id(OpOverload) -> its name when in _HOST, else ""
 
 
 def _unpad_all(args, kwargs):
@@ -107,22 +167,269 @@ def _fallback(func, args, kwargs, why: str | None):
         _warned.add(str(func))
         warnings.warn(f"torch_tpu: {func} runs on real-sized values (compiled per size): {why}")
     args, kwargs = _unpad_all(args, kwargs)
-    return func(*args, **kwargs)
+    try:
+        return func(*args, **kwargs)
+    except RuntimeError:
+        # the real entries are a strided view of the padded storage, which
+        # a view merging dims may not be able to read in place: a reshape
+        # copies (and _dispatch notes the copy as standing for the view)
+        if func not in _RESHAPES:
+            raise
+        return torch.reshape(args[0], args[1])
 
 
 def _dispatch(func, args, kwargs):
-    name = func._schema.name.split("::")[-1]
-    if name in _HOST and (name != "_to_copy" or _leaves_device(kwargs)):
+    host = _host_of.get(id(func))  # aten's OpOverloads live as long as the process
+    if host is None:
+        name = func._schema.name.split("::")[-1]
+        host = _host_of[id(func)] = name if name in _HOST else ""
+    if host and (host != "_to_copy" or _leaves_device(kwargs)):
         return _fallback(func, args, kwargs, None)
     try:
-        return _run_padded(func, args, kwargs)
+        flat, spec = _flatten(args, kwargs)
+        key, sizes = _plan_key(func, flat, spec)
+        plan = _plans.get(key)
+        if plan is None:
+            plan = _plan(key, func, flat, spec)
+        elif type(plan) is str:
+            raise Unsupported(plan)
+        out = plan.run(flat, spec, sizes)
     except Unsupported as e:
-        return _fallback(func, args, kwargs, str(e))
+        out = _fallback(func, args, kwargs, str(e))
+        if args and type(args[0]) is BoundedTensor and any(r.alias_info is not None for r in func._schema.returns) \
+                and not _mutated(func):
+            out = _note_views(out, args[0], func, args, kwargs)
+    for pos, name in _mutated(func):
+        written = args[pos] if pos < len(args) else kwargs.get(name)
+        for t in written if isinstance(written, (list, tuple)) else (written,):
+            if type(t) is BoundedTensor and "_source" in t.__dict__:
+                _write_back(t)
+    return out
+
+
+_mutated_of: dict = {}  # id(OpOverload) -> its written arguments, (position, name)
+
+
+def _mutated(func) -> list:
+    """The arguments `func` writes (in-place ops' self, out=)."""
+    got = _mutated_of.get(id(func))
+    if got is None:
+        got = _mutated_of[id(func)] = [(i, a.name) for i, a in enumerate(func._schema.arguments)
+                                       if a.alias_info is not None and a.alias_info.is_write]
+    return got
+
+
+def _note_views(res, src: "BoundedTensor", func, args, kwargs, index=None):
+    """`res`, the result of view op `func` on `src`, noted as standing for
+    that view when writing into it would not reach `src`: its padded value
+    is a copy (a slice or select along a padded dim gathers; a view that
+    the padded layout does not allow is a reshape), or it views such a
+    copy. It is then a BoundedTensor (with no padded dims if it has none),
+    so that in-place ops on it reach _dispatch, which writes back."""
+    if isinstance(res, (list, tuple)):
+        return type(res)(_note_views(r, src, func, args, kwargs, i) for i, r in enumerate(res))
+    if not isinstance(res, torch.Tensor):
+        return res
+    padded = res._padded if type(res) is BoundedTensor else res
+    if padded.untyped_storage()._cdata != src._padded.untyped_storage()._cdata:
+        note = ("copy", src, func, args, kwargs, index)
+    elif "_source" in src.__dict__:
+        note = ("view", src)
+    else:
+        return res
+    if type(res) is not BoundedTensor:
+        res = BoundedTensor(res, res.shape, {})
+    res._source = note
+    return res
+
+
+_RESHAPES = {torch.ops.aten.view.default, torch.ops.aten._unsafe_view.default, torch.ops.aten.reshape.default}
+
+
+def _write_back(t: "BoundedTensor") -> None:
+    """`t` was written in place: carries the write to the tensors it
+    stands for a view of (_note_views), through each copy to its source.
+    The view is taken again at real sizes on the source's real entries (a
+    true view of its padded storage) and the copy's real entries are
+    copied into it: compiled per size, but writes into such views are not
+    what a decode step does."""
+    note = t.__dict__.get("_source")
+    while note is not None:
+        src = note[1]
+        if note[0] == "copy":
+            _, _, func, args, kwargs, index = note
+            real_args, real_kwargs = _unpad_all(args, kwargs)
+            if func in _RESHAPES:  # the same entries, in row-major order
+                target, value = real_args[0], t.unpadded().reshape(real_args[0].shape)
+            else:
+                target = func(*real_args, **real_kwargs)
+                target, value = (target if index is None else target[index]), t.unpadded()
+            target.copy_(value)
+        t, note = src, src.__dict__.get("_source")
+
+
+_SDPA = torch._C._nn.scaled_dot_product_attention
+_aten = torch.ops.aten
+
+
+def _run_whole(func, args, kwargs):
+    """`func` (a composite op) planned and run padded as one op, or
+    NotImplemented when it cannot be (its decomposition then runs)."""
+    try:
+        flat, spec = _flatten(args, kwargs)
+        key, sizes = _plan_key(func, flat, spec)
+        plan = _plans.get(key)
+        if plan is None:
+            plan = _plan(key, func, flat, spec)
+        elif type(plan) is str:
+            return NotImplemented
+        return plan.run(flat, spec, sizes)
+    except Unsupported:
+        return NotImplemented
 
 
 def _leaves_device(kwargs) -> bool:
     dev = kwargs.get("device")
     return dev is not None and torch.device(dev).type != "tpu"
+
+
+_SEQS = (list, tuple, torch.Size)
+
+
+def _flatten(args, kwargs):
+    """The arguments as one flat list and the layout to rebuild them
+    (_unflatten). An ATen schema nests at most one list deep (Tensor[],
+    int[], Tensor?[]), so this is cheaper than pytree; deeper nesting is
+    refused (the op then runs on the real-sized values)."""
+    flat, layout = [], []
+    for a in (*args, *kwargs.values()) if kwargs else args:
+        t = type(a)
+        if t in _SEQS:
+            for x in a:
+                if type(x) in _SEQS or type(x) is dict:
+                    raise Unsupported("nested argument lists")
+            layout.append((t, len(a)))
+            flat.extend(a)
+        else:
+            if t is dict:
+                raise Unsupported("a dict argument")
+            layout.append(None)
+            flat.append(a)
+    return flat, (tuple(layout), tuple(kwargs) if kwargs else ())
+
+
+def _unflatten(flat, spec):
+    layout, names = spec
+    out, i = [], 0
+    for entry in layout:
+        if entry is None:
+            out.append(flat[i])
+            i += 1
+        else:
+            out.append(entry[0](flat[i:i + entry[1]]))
+            i += entry[1]
+    n = len(layout) - len(names)
+    return tuple(out[:n]), dict(zip(names, out[n:]))
+
+
+_LITERALS = {float, bool, str, type(None), torch.dtype, torch.device, torch.layout, torch.memory_format}
+
+
+def _plan_key(func, flat, spec):
+    """What the plan of an op depends on: the op, the arguments' layout,
+    the marked sizes' classes (which are equal) and bounds, every other
+    size, and the ints (those equal to a marked size by their class). Not
+    the marked sizes' values, which are returned in class order."""
+    classes = {}
+    for a in flat:
+        if type(a) is BoundedTensor:
+            for s in a._marked:
+                if s not in classes:
+                    classes[s] = len(classes)
+    key = [id(func), spec]
+    for a in flat:
+        t = type(a)
+        if t is BoundedTensor:
+            key.append((a._static, tuple([classes[s] for s in a._marked])))
+        elif t is int:
+            key.append(("c", classes[a]) if a in classes else a)
+        elif isinstance(a, torch.Tensor):
+            key.append((a.dtype, a.device, a.shape, a.stride()))
+        elif t in _LITERALS:
+            key.append((t, a))
+        else:
+            key.append((t, id(a)))
+    return tuple(key), list(classes)
+
+
+_plans: dict = {}  # plan key -> _Plan, or why the op cannot run padded (a str)
+
+
+def _plan(key, func, flat, spec) -> "_Plan":
+    """A new plan for `key` (the plan of an op the warm path has not seen)."""
+    try:
+        plan = _Plan(func, flat, spec)
+    except Unsupported as e:
+        # Only the message is kept: the exception's traceback holds the
+        # frames, and they this op's tensors (kept alive, a deferred value
+        # becomes a result of its fused program).
+        plan = str(e)
+    if len(_plans) >= 4096:  # a bound: the oldest plan goes
+        del _plans[next(iter(_plans))]
+    _plans[key] = plan
+    if type(plan) is str:
+        raise Unsupported(plan)
+    return plan
+
+
+class _Plan:
+    """How one op runs padded for one plan key: the rule (bounded_rules)
+    with the one-node graph it reads, where the arguments' padded values
+    and padded sizes go, and how each result is re-wrapped."""
+
+    def __init__(self, func, flat, spec):
+        fake_flat, fout, self.node, self.rule, self.syms, upper_of = _new_plan(func, flat, spec)
+        self.func = func
+        self.plain = self.rule is run_plain
+        self.uppers = [upper_of.get(s) for s in self.syms]
+        self.index = {s: i for i, s in enumerate(self.syms)}
+        self.bounded = [i for i, a in enumerate(flat) if type(a) is BoundedTensor]
+        self.device = flat[self.bounded[0]]._static[1]
+        self.device_index = self.device.index or 0
+        # ints taken as a marked size run as its padded size
+        self.symints = [(i, self.index[f.node.expr]) for i, f in enumerate(fake_flat) if isinstance(f, torch.SymInt)]
+        self.wrap = _result_recipe(fout, self.index, upper_of, self.device)
+        # torch returns a view of its first argument (select, slice, view,
+        # ...): the padded result may be a copy (_note_views)
+        self.view_op = any(r.alias_info is not None for r in func._schema.returns) and not _mutated(func)
+        self.buckets = set()  # the padded sizes it ran at
+
+    def run(self, flat, spec, sizes):
+        padded = [bucket(v, u) for v, u in zip(sizes, self.uppers)]
+        run_flat = list(flat)
+        for i in self.bounded:
+            run_flat[i] = flat[i]._padded
+        for i, k in self.symints:
+            run_flat[i] = padded[k]
+        args, kwargs = _unflatten(run_flat, spec)
+        if self.plain:
+            out = self.func(*args, **kwargs)
+        else:
+            call = _HostSizes(dict(zip(self.syms, padded)), dict(zip(self.syms, sizes)), self.device, id(self))
+            out = self.rule(call, self.node, args, kwargs)
+        buckets = tuple(padded)
+        if buckets not in self.buckets:
+            # The first run at these buckets: its trace differs from the
+            # previous step's in every op over a grown tensor, and the next
+            # steps of the bucket will repeat it. It is compiled whole rather
+            # than split around those ops (fusing_runtime.cpp), whose
+            # segments would be compiled and run for this one step.
+            self.buckets.add(buckets)
+            _C._fuse_keep_trace_whole(self.device_index)
+        res = self.wrap(out, sizes, [flat[i] for i in self.bounded])
+        if self.view_op and type(flat[0]) is BoundedTensor:
+            res = _note_views(res, flat[0], self.func, *_unflatten(flat, spec))
+        return res
 
 
 def _fake_run(func, flat, spec, use):
@@ -163,7 +470,7 @@ def _fake_run(func, flat, spec, use):
     for i in use:
         if flat[i] in symbols:
             fake_flat[i] = symbols[flat[i]]
-    fargs, fkwargs = tree_unflatten(fake_flat, spec)
+    fargs, fkwargs = _unflatten(fake_flat, spec)
     try:
         with mode:
             fout = func(*fargs, **fkwargs)
@@ -173,59 +480,6 @@ def _fake_run(func, flat, spec, use):
         if env.replacements.get(s, s).is_number:
             raise Unsupported("a marked size is used as a constant")
     return fake_flat, fout, real_of, upper_of
-
-
-def _plan_key(func, flat):
-    """What the plan of an op depends on: the op, the marked sizes' classes
-    (which are equal) and bounds, every other size, and the ints (those
-    equal to a marked size by their class). Not the marked sizes' values."""
-    classes = {}
-    for a in flat:
-        if isinstance(a, BoundedTensor):
-            for d, s in enumerate(a.shape):
-                if d in a._bounds:
-                    classes.setdefault(s, len(classes))
-    key = [func]
-    for a in flat:
-        if isinstance(a, BoundedTensor):
-            key.append(("B", a.dtype, a.device, tuple(("c", classes[s], a._bounds[d]) if d in a._bounds else s
-                                                     for d, s in enumerate(a.shape))))
-        elif isinstance(a, torch.Tensor):
-            key.append(("T", a.dtype, a.device, tuple(a.shape), a.stride()))
-        elif type(a) is int and a in classes:
-            key.append(("c", classes[a]))
-        else:
-            key.append((type(a), a if isinstance(a, (int, float, bool, str, type(None), torch.dtype, torch.device,
-                                                     torch.layout, torch.memory_format)) else id(a)))
-    return tuple(key), list(classes)
-
-
-_plans: "OrderedDict" = None  # key -> (fake_flat, fout, node, rule, symbols in class order, upper_of)
-
-
-def _plan(func, flat, spec):
-    from collections import OrderedDict
-
-    global _plans
-    if _plans is None:
-        _plans = OrderedDict()
-    key, sizes = _plan_key(func, flat)
-    hit = _plans.get(key)
-    if hit is not None:
-        _plans.move_to_end(key)
-        if isinstance(hit, Unsupported):
-            raise hit
-        return hit, sizes
-    try:
-        entry = _new_plan(func, flat, spec)
-    except Unsupported as e:
-        entry = e
-    _plans[key] = entry
-    if len(_plans) > 4096:
-        _plans.popitem(last=False)
-    if isinstance(entry, Unsupported):
-        raise entry
-    return entry, sizes
 
 
 def _new_plan(func, flat, spec):
@@ -245,9 +499,9 @@ def _new_plan(func, flat, spec):
             fake_flat, fout, real_of, upper_of = _fake_run(func, flat, spec, use)
             break
         except Unsupported as e:
-            error = e
+            error = str(e)  # not `e`: its traceback and this frame would form a cycle holding the tensors
     else:
-        raise error
+        raise Unsupported(error)
 
     # One FX node for the op, with the fake values as metadata, so the rules
     # can plan it exactly as in a compiled graph.
@@ -260,66 +514,147 @@ def _new_plan(func, flat, spec):
             placeholders.append(p)
         else:
             placeholders.append(f)
-    nargs, nkwargs = tree_unflatten(placeholders, spec)
+    nargs, nkwargs = _unflatten(placeholders, spec)
     node = g.call_function(func, tuple(nargs), dict(nkwargs))
     node.meta["val"] = fout
     return fake_flat, fout, node, plan(node), list(real_of), upper_of
 
 
-@functools.lru_cache(maxsize=256)
-def _real_sizes(values: tuple, device) -> torch.Tensor:
-    """The real sizes as a device tensor, uploaded once per distinct tuple:
-    a decode step runs dozens of ops with the same sizes, and the rules
-    only read it (masks, counts)."""
-    return torch.tensor(list(values), dtype=torch.int64).to(device)
+class _HostSizes(_Call):
+    """The rules' view of the sizes in Fused Eager, where the real sizes
+    are known on the host (a compiled graph's are data on the device, as
+    its replay runs from C++ with new sizes). A real value is a Python int:
+    a Scalar operand, which the op engine passes as a runtime parameter and
+    never compiles in, so programs still depend on the buckets only. Masks
+    and gather indices are built on the host and uploaded once per value
+    (kept in a cache): the trace gets only the ops on the data, not the
+    arange/compare/where chains that derive them from a sizes tensor.
+
+    The uploads are kept per plan (`role`), not shared between plans: a
+    trace takes one parameter per distinct buffer, so two values that are
+    equal at one step and not at the next (the lengths of two buffers)
+    would change the fused program's wiring, and compile it again, if they
+    shared a buffer when equal."""
+
+    def __init__(self, padded: dict, real: dict, device, role):
+        super().__init__(padded, None, {})
+        self.real = real  # {symbol: real int}
+        self.device = device
+        self.role = role
+
+    def real_value(self, expr) -> int:
+        if expr.is_Symbol:
+            return self.real[expr]
+        if expr.is_Integer:
+            return int(expr)
+        return int(expr.xreplace({s: sympy.Integer(v) for s, v in self.real.items()}))
+
+    def real_tensor(self, expr) -> torch.Tensor:
+        return _upload((self.role, expr), ("value", self.real_value(expr)), self.device)
+
+    def mask(self, expr, like: torch.Tensor, dim: int) -> torch.Tensor:
+        shape = [1] * like.dim()
+        shape[dim] = like.shape[dim]
+        return _upload((self.role, expr), ("mask", like.shape[dim], self.real_value(expr)), self.device).view(shape)
+
+    def positions(self, size: int, start, step: int, hi: int, device) -> torch.Tensor:
+        if not isinstance(start, int):
+            return super().positions(size, start, step, hi, device)
+        return _upload(self.role, ("positions", size, start, step, hi), device)
+
+    def cat_index(self, size: int, pieces: list, device) -> torch.Tensor:
+        return _upload(self.role, ("cat", size, tuple(pieces)), device)
 
 
-def _run_padded(func, args, kwargs):
-    flat, spec = tree_flatten((args, kwargs))
-    (fake_flat, fout, node, rule, syms, upper_of), sizes = _plan(func, flat, spec)
-    real_of = dict(zip(syms, sizes))  # this call's marked sizes, class by class
-    padded = [a._padded if isinstance(a, BoundedTensor) else a for a in flat]
-    padded_sizes = {s: bucket(v, upper_of.get(s)) for s, v in real_of.items()}
-    device = next(p.device for p in padded if isinstance(p, torch.Tensor) and p.device.type == "tpu")
-    syms = list(real_of)
-    real_t = _real_sizes(tuple(real_of[s] for s in syms), device)
-    call = _Call(padded_sizes, real_t, {s: i for i, s in enumerate(syms)})
-    run_flat = [padded_sizes[f.node.expr] if isinstance(f, torch.SymInt) else p for f, p in zip(fake_flat, padded)]
-    rargs, rkwargs = tree_unflatten(run_flat, spec)
-    out = rule(call, node, tuple(rargs), dict(rkwargs))
-    return _wrap(out, fout, args, real_of, upper_of)
+@functools.lru_cache(maxsize=4096)
+def _upload(role, what: tuple, device) -> torch.Tensor:
+    """A small int64 or bool tensor the rules read (_HostSizes), built on the
+    host and uploaded once per role and value: the ops of a decode step
+    that run one plan share them, and a warm run finds them all here."""
+    kind, *a = what
+    if kind == "value":
+        t = torch.tensor(a[0], dtype=torch.int64)
+    elif kind == "mask":  # size, real: True at the real entries
+        t = torch.arange(a[0]) < a[1]
+    elif kind == "positions":  # size, start, step, hi
+        t = (torch.arange(a[0]) * a[2] + a[1]).clamp(0, a[3])
+    else:  # "cat": size, pieces ((real, padded), ...) -> _Call.cat_index
+        t = torch.zeros(a[0], dtype=torch.int64)
+        start_real = start_padded = 0
+        for real, padded in a[1]:
+            n = max(0, min(real, a[0] - start_real))
+            t[start_real:start_real + n] = torch.arange(start_padded, start_padded + n)
+            start_real += real
+            start_padded += padded
+    return t.to(device)
 
 
-def _wrap(out, fake, args, real_of, upper_of):
-    """Outputs with marked dims become BoundedTensors, re-padded to the
-    bucket of their real size (a cat one longer stays in its bucket);
-    in-place ops return their (wrapped) argument."""
-    if isinstance(out, (list, tuple)):
-        return type(out)(_wrap(o, f, args, real_of, upper_of) for o, f in zip(out, fake))
-    if not isinstance(out, torch.Tensor):
-        if isinstance(fake, torch.SymInt):
-            return int(fake.node.expr.xreplace({s: sympy.Integer(v) for s, v in real_of.items()}))
-        return out
-    for a in args:
-        if isinstance(a, BoundedTensor) and a._padded is out:
-            return a
-    subs = {s: sympy.Integer(v) for s, v in real_of.items()}
+def _size_fn(e, index: dict):
+    """A function of the real sizes (in class order) giving the value of
+    the size expression `e`: plain arithmetic for a symbol plus a constant
+    (every size a decode step makes), sympy for the rest."""
+    if e.is_Integer:
+        c = int(e)
+        return lambda sizes: c
+    if e.is_Symbol:
+        k = index[e]
+        return lambda sizes: sizes[k]
+    if e.is_Add and len(e.args) == 2 and e.args[0].is_Integer and e.args[1].is_Symbol:
+        c, k = int(e.args[0]), index[e.args[1]]
+        return lambda sizes: sizes[k] + c
+    syms = [(s, index[s]) for s in e.free_symbols]
+    return lambda sizes: int(e.xreplace({s: sympy.Integer(sizes[k]) for s, k in syms}))
+
+
+def _result_recipe(fake, index: dict, upper_of: dict, device):
+    """A function (out, sizes, bounded args) -> the op's result as the user
+    sees it: outputs with marked dims become BoundedTensors, re-padded to
+    the bucket of their real size (a cat one longer stays in its bucket);
+    an in-place op returns its (wrapped) argument; a symbolic int result is
+    its real value."""
+    if isinstance(fake, (list, tuple)):
+        parts, kind = [_result_recipe(f, index, upper_of, device) for f in fake], type(fake)
+        return lambda out, sizes, args: kind(p(o, sizes, args) for p, o in zip(parts, out))
+    if isinstance(fake, torch.SymInt):
+        f = _size_fn(fake.node.expr, index)
+        return lambda out, sizes, args: f(sizes)
+    if not isinstance(fake, torch.Tensor):
+        return lambda out, sizes, args: out
     dyn = dyn_dims(fake)
-    shape = [int(s.node.expr.xreplace(subs)) if isinstance(s, torch.SymInt) else int(s) for s in fake.shape]
-    if not dyn:
-        return out
-    bounds, want, room = {}, list(out.shape), list(out.shape)
+    static = [None if d in dyn else int(s) for d, s in enumerate(fake.shape)]
+    dims = []
     for d, e in dyn.items():
-        bounds[d] = _expr_upper(e, upper_of)
-        want[d] = bucket(shape[d], bounds[d])
         g = growth(e)
-        room[d] = want[d] + (g[1] if g else 0)  # see bounded_rules.growth
-    for d, w in enumerate(want):
-        if w < out.shape[d]:
-            out = out.narrow(d, 0, w)  # a view: the layout stays that of the op's result
-    if want != list(out.shape):
-        out = pad_to(out, want, [max(r, o) for r, o in zip(room, out.shape)])
-    return BoundedTensor(out, shape, bounds)
+        dims.append((d, _size_fn(e, index), _expr_upper(e, upper_of), g[1] if g else 0))
+    bounds = {d: b for d, _, b, _ in dims}
+    marked = sorted(bounds)
+    key = (fake.dtype, device, tuple(static), tuple((d, bounds[d]) for d in marked))  # BoundedTensor._static
+
+    def wrap(out, sizes, args):
+        if not isinstance(out, torch.Tensor):
+            return out
+        for a in args:
+            if a._padded is out:
+                return a
+        if not dims:
+            return out
+        shape, have = list(static), list(out.shape)
+        want, room = list(have), list(have)
+        for d, size, upper, grow in dims:
+            shape[d] = n = size(sizes)
+            want[d] = bucket(n, upper)
+            room[d] = want[d] + grow  # see bounded_rules.growth
+        if want != have:
+            for d, w in enumerate(want):
+                if w < have[d]:
+                    out = out.narrow(d, 0, w)  # a view: the layout stays that of the op's result
+            if want != list(out.shape):
+                out = pad_to(out, want, [max(r, o) for r, o in zip(room, out.shape)])
+        if out.dtype != key[0] or out.device != device:
+            return BoundedTensor(out, shape, bounds)
+        return _bounded(out, shape, bounds, key, tuple([shape[d] for d in marked]))
+
+    return wrap
 
 
 def _expr_upper(e, upper_of):

@@ -69,10 +69,6 @@ class eager_mode:
                              f"(or a torch.tpu.EagerMode), got {mode!r}")
         self.prev = get_eager_mode()
         self.mode = mode
-        if mode == "fused":
-            from . import auto_bucket
-
-            auto_bucket.install()  # a cat-grown dim is padded to buckets (auto_bucket.py)
         _C._set_eager_mode(_MODES.index(mode))
 
     def __enter__(self):
@@ -118,8 +114,3 @@ def _after_optimizer_step(optimizer, args, kwargs):
 
 
 register_optimizer_step_post_hook(_after_optimizer_step)
-
-if get_eager_mode() == "fused":  # set by TPU_DEFER_AND_FUSE=1
-    from . import auto_bucket
-
-    auto_bucket.install()

@@ -5,6 +5,7 @@
 #include <torch/csrc/Generator.h>
 #include <torch/csrc/utils/pybind.h>
 
+#include "aten/cat_growth.h"
 #include "device/generator.h"
 #include "device/guard.h"
 #include "device/storage.h"
@@ -128,6 +129,23 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("_mark_step", [] { runtime::mark_step(); });
   m.def("_set_fuse_split_paused", [](bool paused) { return runtime::set_split_paused(paused); });
+  m.def("_fuse_keep_trace_whole", [](int device) { runtime::keep_trace_whole(device); });
+  // bound(result, dim) -> BoundedTensor (torch_tpu/auto_bucket.py); None turns it off.
+  m.def("_set_cat_bucketing", [](py::object bound) {
+    if (bound.is_none()) {
+      aten::set_cat_bucketing(nullptr);
+      return;
+    }
+    auto keep = std::make_shared<py::object>(std::move(bound));
+    aten::set_cat_bucketing([keep](const at::Tensor& t, int64_t dim) -> at::Tensor {
+      py::gil_scoped_acquire gil;
+      try {
+        return py::cast<at::Tensor>((*keep)(t, dim));
+      } catch (py::error_already_set& e) {
+        TORCH_CHECK(false, e.what());
+      }
+    });
+  });
   // Freed buffers kept for reuse by fused programs (runtime/donation.h).
   m.def("_empty_cache", [] {
     if (runtime::started()) runtime::release_recycled();

@@ -205,6 +205,8 @@ struct Trace {
   std::unordered_map<const DeviceBuffer*, int> param_index;
   // Chained replays appended to it: appending one again runs the trace first.
   std::vector<std::shared_ptr<const CapturedOps>> replays;
+  // Compiled whole, never split (keep_trace_whole, modes.h).
+  bool keep_whole = false;
 };
 
 // A capture in progress (capture_begin .. capture_end): the first trace of
@@ -611,6 +613,11 @@ class ModeRuntime final : public Runtime {
     return outs;
   }
 
+  void keep_whole(int device) {
+    auto it = pending_.find(device);
+    if (it != pending_.end() && it->second) it->second->keep_whole = true;
+  }
+
  private:
   void run_trace(Trace& t) {
     // Parameters only the trace holds: dead once it has run (their storage
@@ -777,7 +784,9 @@ class ModeRuntime final : public Runtime {
 
   bool split_if_unstable(Trace& t, const std::string& wiring,
                          const std::vector<std::shared_ptr<LazyBuffer>>& live) {
-    if (!split_enabled_ || g_split_paused.load() || split_off_ || capture_ || !t.replays.empty() || t.ops.size() < 4 || live.empty()) return false;
+    if (!split_enabled_ || g_split_paused.load() || split_off_ || capture_ || !t.replays.empty() || t.keep_whole ||
+        t.ops.size() < 4 || live.empty())
+      return false;
     if (wirings_.count(std::hash<std::string>{}(wiring))) return false;  // compiled whole before
     auto [sig, ids] = op_sequence(t);
     auto it = sequences_.find(sig);
@@ -1128,6 +1137,12 @@ void begin_program_window() {
 }
 
 bool set_split_paused(bool paused) { return g_split_paused.exchange(paused); }
+
+void keep_trace_whole(int device) {
+  if (g_modes == nullptr) return;
+  RuntimeLock lock;
+  g_modes->keep_whole(device);
+}
 
 void note_donations(int64_t donated, int64_t copies) {
   g_stats.donated += donated;

@@ -54,6 +54,12 @@ void begin_program_window();
 // first call of a new bucket around the ops whose sizes grew only compiles
 // segment programs that the bucket never runs again.
 bool set_split_paused(bool paused);
+// Marks the device's pending trace (if any) to be compiled whole, never
+// split. Fused Eager's bounded tensors (torch_tpu/bounded_tensor.py) mark
+// the trace in which an op first runs at a new bucket: the steps of a
+// bucket then share that program, while a split, its segments, would be
+// compiled (and run) for that one step only.
+void keep_trace_whole(int device);
 // Counts donations of a replay (exec/graph_replay.cpp).
 void note_donations(int64_t donated, int64_t copies);
 
