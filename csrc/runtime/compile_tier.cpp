@@ -29,6 +29,15 @@ bool set_quick_compile(bool on) {
   return prev;
 }
 
+std::string quick_compile_options_text() {
+  std::string out;
+  for (const auto& option : kQuickCompileOptions) {
+    if (!out.empty()) out += ';';
+    out += std::string(option.name) + '=' + std::to_string(option.value);
+  }
+  return out;
+}
+
 QuickCompileStats quick_compile_stats() {
   std::lock_guard<std::mutex> lock(g_mu);
   return g_stats;

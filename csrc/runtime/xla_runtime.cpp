@@ -407,8 +407,7 @@ class XlaRuntime final : public Runtime {
     try {
       py::object dl = device_list_cls_(py::make_tuple(devices_[device]));
       py::object options = compile_options(device);
-      // Quick (compile_tier.h) only where the option exists (XLA:CPU's LLVM
-      // backend), and for programs large enough to gain: a small one (a
+      // Quick (compile_tier.h) only where its options exist (XLA:CPU), and for programs large enough to gain: a small one (a
       // zeros buffer, the deferred-check flags) compiles in tens of ms at
       // any level, and its rebuild would cost more than the quick build saves.
       bool quick = quick_compile_active() && info_.platform == "cpu" && text.size() >= kQuickMinTextBytes;
@@ -562,7 +561,7 @@ class XlaRuntime final : public Runtime {
   // device assignment when the program spans several devices.
   //
   // `quick` (compile_tier.h), when given and true, asks for a quick
-  // compile (LLVM -O0); an optimised build already on disk is taken
+  // compile (kQuickCompileOptions); an optimised build already on disk is taken
   // instead, and *quick says which one came back. Quick builds are cached
   // on disk under their own key. `rebuild`: the optimised build of a quick
   // one, counted in quick_compile_stats() rather than compile_count().
@@ -582,7 +581,7 @@ class XlaRuntime final : public Runtime {
         return exe;
       }
       if (want_quick) {
-        in["llvm_opt_level"] = "0";
+        in["quick_options"] = quick_compile_options_text();
         key = cache::make_key(text, in);
         if (py::object exe = load_cached(disk, key, dl, options); !exe.is_none()) {
           if (log_recompiles()) log_load(text, what);
@@ -593,7 +592,12 @@ class XlaRuntime final : public Runtime {
     }
     if (want_quick) {
       py::list overrides;
-      overrides.append(py::make_tuple("xla_backend_optimization_level", 0));
+      for (const auto& option : kQuickCompileOptions) {
+        if (option.boolean)
+          overrides.append(py::make_tuple(option.name, py::bool_(option.value != 0)));
+        else
+          overrides.append(py::make_tuple(option.name, option.value));
+      }
       options.attr("env_option_overrides") = overrides;
     }
     if (!rebuild) dump_program(text, what);
