@@ -21,6 +21,7 @@ import os
 import sys
 import time
 import traceback
+import types
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -77,7 +78,13 @@ def timed_loop(cfg, step, sync, keep_all=True):
 # ---------------------------------------------------------------- torch kinds
 
 
-def run_torch(cfg):
+def setup_torch(cfg, backend=None):
+    """Model, data, optimizer and step functions of a torch kind, none called
+    yet, as a namespace: train_step (and its parts train_fn, opt, opt_step,
+    idx, tgt on the device), infer_step, sync, ctx (the eager mode to run
+    them in), device, notes. `backend`: the compiled kinds' Dynamo
+    backend in place of "tpu"/"inductor" (first_call.py wraps ours to time
+    it)."""
     kind = cfg["kind"]
     notes = []
     if kind == "compiled3":  # compiled, with TORCH_TPU_REPLAY_CHAIN=0 (compile.py sets it)
@@ -110,15 +117,16 @@ def run_torch(cfg):
     mode = "fused" if kind == "fused" else "strict"
     train_fn, infer_fn, opt_step = WithLoss(model), model, opt.step
     if kind in ("compiled", "inductor"):
-        backend = "tpu" if kind == "compiled" else "inductor"
+        name = "tpu" if kind == "compiled" else "inductor"
+        backend = backend or name
         train_fn = torch.compile(train_fn, backend=backend)
         infer_fn = torch.compile(infer_fn, backend=backend)
         if cfg["compile_opt"]:
             opt_step = torch.compile(opt.step, backend=backend)
-            notes.append(f"model+loss and optimizer step compiled (backend={backend})")
+            notes.append(f"model+loss and optimizer step compiled (backend={name})")
         else:
             eager = f"{mode} eager" if device == "tpu" else "eager on CPU"
-            notes.append(f"model+loss compiled (backend={backend}); optimizer step {eager}")
+            notes.append(f"model+loss compiled (backend={name}); optimizer step {eager}")
 
     def train_step():
         opt.zero_grad(set_to_none=True)
@@ -158,6 +166,14 @@ def run_torch(cfg):
         import contextlib
 
         ctx = contextlib.nullcontext()
+    return types.SimpleNamespace(train_step=train_step, train_fn=train_fn, opt=opt, opt_step=opt_step, idx=idx,
+                                 tgt=tgt, infer_step=infer_step, sync=sync, ctx=ctx, device=device, notes=notes)
+
+
+def run_torch(cfg):
+    s = setup_torch(cfg)
+    train_step, infer_step, sync, ctx, device, tgt, notes = (s.train_step, s.infer_step, s.sync, s.ctx, s.device,
+                                                             s.tgt, s.notes)
     with ctx:
         t_first, t_step, t_all, losses = timed_loop(cfg, train_step, sync)
         i_first, i_step, i_all, logits = timed_loop(cfg, infer_step, sync, keep_all=False)
@@ -207,7 +223,9 @@ def _import_torchax():
     return torchax, env, missing
 
 
-def run_torchax(cfg):
+def setup_torchax(cfg):
+    """torchax's training step, not called yet, as a namespace: train_step,
+    sync, and what inference needs (jm, state, env, idx_t, tgt), notes."""
     torchax, env, missing = _import_torchax()
     import jax
     import jax.numpy as jnp
@@ -266,6 +284,17 @@ def run_torchax(cfg):
     def sync(outs):
         jax.block_until_ready((outs, state["p"]))
 
+    return types.SimpleNamespace(train_step=train_step, sync=sync, jm=jm, state=state, env=env, idx_t=idx_t,
+                                 tgt=tgt, notes=notes)
+
+
+def run_torchax(cfg):
+    import jax
+    from torchax import interop
+
+    s = setup_torchax(cfg)
+    train_step, sync, jm, state, env, idx_t, tgt, notes = (s.train_step, s.sync, s.jm, s.state, s.env, s.idx_t,
+                                                           s.tgt, s.notes)
     t_first, t_step, t_all, losses = timed_loop(cfg, train_step, sync)
     # Inference with the trained weights, through the JittableModule.
     jm.params = interop.torch_view(state["p"])
