@@ -289,10 +289,10 @@ def setup_torchax(cfg):
 
 
 def run_torchax(cfg):
+    s = setup_torchax(cfg)  # imports torchax (through the shim), so only then:
     import jax
     from torchax import interop
 
-    s = setup_torchax(cfg)
     train_step, sync, jm, state, env, idx_t, tgt, notes = (s.train_step, s.sync, s.jm, s.state, s.env, s.idx_t,
                                                            s.tgt, s.notes)
     t_first, t_step, t_all, losses = timed_loop(cfg, train_step, sync)

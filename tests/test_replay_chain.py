@@ -143,7 +143,7 @@ def test_chained_inference_calls_read_correctly():
 
 @pytest.mark.skipif(os.environ.get("TORCH_TPU_QUICK_FIRST_COMPILE") == "0", reason="quick first compiles off")
 def test_quick_first_compiles_are_rebuilt_when_reused_and_match_cpu():
-    # A graph's first call compiles its fused programs quick (LLVM -O0,
+    # A graph's first call compiles its fused programs quick (LLVM -O0 etc.,
     # runtime/compile_tier.h). With three programs per step, replays run
     # them again from step 3: each is rebuilt optimised at its third run
     # (not an XLA compile in the counters), and every step equals CPU's.
