@@ -50,16 +50,17 @@ class WithLoss(torch.nn.Module):
 def timed_loop(cfg, step, sync, keep_all=True):
     """First call (timed alone: it traces and compiles), `warmup - 1` more
     calls, then `steps` timed calls, each closed by a sync. Returns (first s,
-    median s/call, all timed s/call, outputs of the timed calls). The median
+    first call's process CPU s, median s/call, all timed s/call, outputs of
+    the timed calls). The median
     of synced calls rather than one long loop: the 2-core machine is shared,
     and a median ignores the calls another process's burst slowed down. A
     training step depends on the previous one's parameters, so the per-call
     sync costs little overlap. `keep_all=False` keeps only the last output:
     an inference loop uses each result and drops it (holding all 21 logits
     tensors, 51 MB each, would keep any runtime from reusing their memory)."""
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     sync([step()])
-    first = time.perf_counter() - start
+    first, first_cpu = time.perf_counter() - start, time.process_time() - cpu
     for _ in range(cfg["warmup"] - 1):
         sync([step()])
     times, outs = [], []
@@ -72,7 +73,7 @@ def timed_loop(cfg, step, sync, keep_all=True):
             outs.clear()
         outs.append(out)
         del out
-    return first, statistics.median(times), times, outs
+    return first, first_cpu, statistics.median(times), times, outs
 
 
 # ---------------------------------------------------------------- torch kinds
@@ -175,11 +176,11 @@ def run_torch(cfg):
     train_step, infer_step, sync, ctx, device, tgt, notes = (s.train_step, s.infer_step, s.sync, s.ctx, s.device,
                                                              s.tgt, s.notes)
     with ctx:
-        t_first, t_step, t_all, losses = timed_loop(cfg, train_step, sync)
-        i_first, i_step, i_all, logits = timed_loop(cfg, infer_step, sync, keep_all=False)
+        t_first, t_first_cpu, t_step, t_all, losses = timed_loop(cfg, train_step, sync)
+        i_first, _, i_step, i_all, logits = timed_loop(cfg, infer_step, sync, keep_all=False)
         losses = [float(l.item()) for l in losses]
         infer_loss = float(gpt2.loss_fn(logits[-1].cpu(), tgt.cpu()).item())
-    res = dict(train_first_s=t_first, train_step_s=t_step, infer_first_s=i_first, infer_step_s=i_step,
+    res = dict(train_first_s=t_first, train_first_cpu_s=t_first_cpu, train_step_s=t_step, infer_first_s=i_first, infer_step_s=i_step,
                train_all_s=t_all, infer_all_s=i_all,
                losses=losses, infer_loss=infer_loss, notes=notes)
     if device == "tpu":
@@ -295,7 +296,7 @@ def run_torchax(cfg):
 
     train_step, sync, jm, state, env, idx_t, tgt, notes = (s.train_step, s.sync, s.jm, s.state, s.env, s.idx_t,
                                                            s.tgt, s.notes)
-    t_first, t_step, t_all, losses = timed_loop(cfg, train_step, sync)
+    t_first, t_first_cpu, t_step, t_all, losses = timed_loop(cfg, train_step, sync)
     # Inference with the trained weights, through the JittableModule.
     jm.params = interop.torch_view(state["p"])
 
@@ -303,12 +304,12 @@ def run_torchax(cfg):
         with env, torch.no_grad():
             return interop.jax_view(jm(idx_t))
 
-    i_first, i_step, i_all, logits = timed_loop(cfg, infer_step, lambda outs: jax.block_until_ready(outs),
+    i_first, _, i_step, i_all, logits = timed_loop(cfg, infer_step, lambda outs: jax.block_until_ready(outs),
                                                 keep_all=False)
     losses = [float(l) for l in losses]
     last = torch.from_numpy(__import__("numpy").asarray(logits[-1]))
     infer_loss = float(gpt2.loss_fn(last, tgt).item())
-    return dict(train_first_s=t_first, train_step_s=t_step, infer_first_s=i_first, infer_step_s=i_step,
+    return dict(train_first_s=t_first, train_first_cpu_s=t_first_cpu, train_step_s=t_step, infer_first_s=i_first, infer_step_s=i_step,
                train_all_s=t_all, infer_all_s=i_all,
                 losses=losses, infer_loss=infer_loss, notes=notes)
 
