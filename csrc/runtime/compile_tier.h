@@ -3,7 +3,7 @@
 // on that call and the capture after it (docs/design.md, "First-call
 // compile time"). While quick compiles are on (graph_replay.py turns them
 // on around a graph's first call) the runtime compiles with
-// kQuickCompileOptions instead of XLA's defaults (a quarter to a third of
+// quick_compile_options() instead of XLA's defaults (a quarter to a third of
 // the compile's CPU time; the program runs 1.0-1.5x slower and its results
 // differ from the optimised build's by float rounding only) and rebuilds a program with the defaults when it runs a
 // third time (a graph that keeps running it: replays not chained, or
@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace torch_tpu::runtime {
 
@@ -25,27 +26,31 @@ bool quick_compile_active();
 bool set_quick_compile(bool on);
 
 // XLA:CPU debug options of a quick compile (CompileOptions'
-// env_option_overrides). Measured alone on the GPT-2-shaped training
-// step's forward and backward programs (docs/design.md, "First-call
-// compile time"): LLVM -O0 halves the compile; the older elemental IR
-// emitters instead of the MLIR fusion emitters (each fusion of which
-// builds its own MLIR context and pass pipeline) halve it again, with
-// bit-identical results at -O0; one LLVM module instead of parallel
-// codegen splits saves the splitting's overhead, on 2 cores more than the
-// parallelism gains. Optimised builds keep the defaults: there the
-// fusion emitters compile and run faster.
+// env_option_overrides). By default, measured alone on the GPT-2-shaped
+// training step's forward and backward programs (docs/design.md,
+// "First-call compile time"): LLVM -O0 halves the compile
+// (xla_backend_optimization_level=0); the older elemental IR emitters
+// instead of the MLIR fusion emitters, each fusion of which builds its own
+// MLIR context and pass pipeline, halve it again with bit-identical results
+// at -O0 (xla_cpu_use_fusion_emitters=false); one LLVM module instead of
+// parallel codegen splits saves the splitting's overhead, on 2 cores more
+// than the parallelism gains (xla_cpu_parallel_codegen_split_count=1).
+// Optimised builds keep XLA's defaults: there the fusion emitters compile
+// and run faster. A quick compile XLA refuses is compiled with the
+// defaults instead (not counted as quick).
 struct QuickCompileOption {
-  const char* name;
+  std::string name;
   int64_t value;
   bool boolean;  // XLA takes a boolean option only as a Python bool
 };
-inline constexpr QuickCompileOption kQuickCompileOptions[] = {
-    {"xla_backend_optimization_level", 0, false},
-    {"xla_cpu_use_fusion_emitters", 0, true},
-    {"xla_cpu_parallel_codegen_split_count", 1, false},
-};
-// The options as one string (part of a quick build's persistent-cache key).
+std::vector<QuickCompileOption> quick_compile_options();
+// The options as "name=value;..." (booleans as true/false), also part of a
+// quick build's persistent-cache key.
 std::string quick_compile_options_text();
+// Replaces the options (same format; "" for none), for measuring other
+// sets in one process (_C._set_quick_compile_options). Returns the
+// previous text. A malformed text raises and changes nothing.
+std::string set_quick_compile_options(const std::string& text);
 
 // A quick program is rebuilt at its this-many-th run.
 constexpr int kQuickRunsBeforeRebuild = 3;
