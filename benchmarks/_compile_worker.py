@@ -51,11 +51,10 @@ def timed_loop(cfg, step, sync, keep_all=True):
     """First call (timed alone: it traces and compiles), `warmup - 1` more
     calls, then `steps` timed calls, each closed by a sync. Returns (first s,
     first call's process CPU s, median s/call, all timed s/call, outputs of
-    the timed calls). The median
-    of synced calls rather than one long loop: the 2-core machine is shared,
-    and a median ignores the calls another process's burst slowed down. A
-    training step depends on the previous one's parameters, so the per-call
-    sync costs little overlap. `keep_all=False` keeps only the last output:
+    the timed calls). The median of synced calls rather than one long loop:
+    the 2-core machine is shared, and a median ignores the calls another
+    process's burst slowed down. A training step depends on the previous
+    one's parameters, so the per-call sync costs little overlap. `keep_all=False` keeps only the last output:
     an inference loop uses each result and drops it (holding all 21 logits
     tensors, 51 MB each, would keep any runtime from reusing their memory)."""
     start, cpu = time.perf_counter(), time.process_time()
@@ -180,8 +179,8 @@ def run_torch(cfg):
         i_first, _, i_step, i_all, logits = timed_loop(cfg, infer_step, sync, keep_all=False)
         losses = [float(l.item()) for l in losses]
         infer_loss = float(gpt2.loss_fn(logits[-1].cpu(), tgt.cpu()).item())
-    res = dict(train_first_s=t_first, train_first_cpu_s=t_first_cpu, train_step_s=t_step, infer_first_s=i_first, infer_step_s=i_step,
-               train_all_s=t_all, infer_all_s=i_all,
+    res = dict(train_first_s=t_first, train_first_cpu_s=t_first_cpu, train_step_s=t_step, infer_first_s=i_first,
+               infer_step_s=i_step, train_all_s=t_all, infer_all_s=i_all,
                losses=losses, infer_loss=infer_loss, notes=notes)
     if device == "tpu":
         import torch_tpu
@@ -305,12 +304,12 @@ def run_torchax(cfg):
             return interop.jax_view(jm(idx_t))
 
     i_first, _, i_step, i_all, logits = timed_loop(cfg, infer_step, lambda outs: jax.block_until_ready(outs),
-                                                keep_all=False)
+                                                   keep_all=False)
     losses = [float(l) for l in losses]
     last = torch.from_numpy(__import__("numpy").asarray(logits[-1]))
     infer_loss = float(gpt2.loss_fn(last, tgt).item())
-    return dict(train_first_s=t_first, train_first_cpu_s=t_first_cpu, train_step_s=t_step, infer_first_s=i_first, infer_step_s=i_step,
-               train_all_s=t_all, infer_all_s=i_all,
+    return dict(train_first_s=t_first, train_first_cpu_s=t_first_cpu, train_step_s=t_step, infer_first_s=i_first,
+                infer_step_s=i_step, train_all_s=t_all, infer_all_s=i_all,
                 losses=losses, infer_loss=infer_loss, notes=notes)
 
 

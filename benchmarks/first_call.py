@@ -186,8 +186,8 @@ def main():
             res = run_worker(kind, cfg, args.timeout)
             w, c, detail = summarize(kind, res)
             results[kind].append((w, c))
-            print(f"round {r + 1} {kind:9s} load {before}->{load()}: first call {w:.2f} s wall, {c:.2f} s CPU; {detail}",
-                  flush=True)
+            print(f"round {r + 1} {kind:9s} load {before}->{load()}: first call {w:.2f} s wall, {c:.2f} s CPU; "
+                  f"{detail}", flush=True)
     if {"compiled", "torchax"} <= set(kinds):
         for i, what in ((0, "wall"), (1, "CPU")):
             ratios = [a[i] / b[i] for a, b in zip(results["compiled"], results["torchax"])]

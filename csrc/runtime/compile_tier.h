@@ -3,11 +3,11 @@
 // on that call and the capture after it (docs/design.md, "First-call
 // compile time"). While quick compiles are on (graph_replay.py turns them
 // on around a graph's first call) the runtime compiles with
-// quick_compile_options() instead of XLA's defaults (a quarter to a third of
-// the compile's CPU time; the program runs 1.0-1.5x slower and its results
-// differ from the optimised build's by float rounding only) and rebuilds a program with the defaults when it runs a
-// third time (a graph that keeps running it: replays not chained, or
-// refused).
+// quick_compile_options() instead of XLA's defaults (a quarter to a third
+// of the compile's CPU time; the program runs 1.0-1.5x slower and its
+// results differ from the optimised build's by float rounding only) and
+// rebuilds a program with the defaults when it runs a third time (a graph
+// that keeps running it: replays not chained, or refused).
 #pragma once
 
 #include <cstddef>

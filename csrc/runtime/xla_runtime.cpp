@@ -407,9 +407,10 @@ class XlaRuntime final : public Runtime {
     try {
       py::object dl = device_list_cls_(py::make_tuple(devices_[device]));
       py::object options = compile_options(device);
-      // Quick (compile_tier.h) only where its options exist (XLA:CPU), and for programs large enough to gain: a small one (a
-      // zeros buffer, the deferred-check flags) compiles in tens of ms at
-      // any level, and its rebuild would cost more than the quick build saves.
+      // Quick (compile_tier.h) only where its options exist (XLA:CPU), and
+      // for programs large enough to gain: a small one (a zeros buffer, the
+      // deferred-check flags) compiles in tens of ms at any level, and its
+      // rebuild would cost more than the quick build saves.
       bool quick = quick_compile_active() && info_.platform == "cpu" && text.size() >= kQuickMinTextBytes;
       py::object loaded = load_or_compile(text, dl, options, device, "", what, &quick);
       auto exe = std::make_shared<JaxExecutable>(loaded, device, parse_result_types(text));
@@ -561,8 +562,8 @@ class XlaRuntime final : public Runtime {
   // device assignment when the program spans several devices.
   //
   // `quick` (compile_tier.h), when given and true, asks for a quick
-  // compile (quick_compile_options()); an optimised build already on disk is taken
-  // instead, and *quick says which one came back. Quick builds are cached
+  // compile (quick_compile_options()); an optimised build already on disk
+  // is taken instead, and *quick says which one came back. Quick builds are cached
   // on disk under their own key. `rebuild`: the optimised build of a quick
   // one, counted in quick_compile_stats() rather than compile_count().
   py::object load_or_compile(const std::string& text, const py::object& dl, const py::object& options, int device,
