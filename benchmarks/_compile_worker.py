@@ -21,6 +21,7 @@ import os
 import sys
 import time
 import traceback
+import types
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -49,16 +50,16 @@ class WithLoss(torch.nn.Module):
 def timed_loop(cfg, step, sync, keep_all=True):
     """First call (timed alone: it traces and compiles), `warmup - 1` more
     calls, then `steps` timed calls, each closed by a sync. Returns (first s,
-    median s/call, all timed s/call, outputs of the timed calls). The median
-    of synced calls rather than one long loop: the 2-core machine is shared,
-    and a median ignores the calls another process's burst slowed down. A
-    training step depends on the previous one's parameters, so the per-call
-    sync costs little overlap. `keep_all=False` keeps only the last output:
+    first call's process CPU s, median s/call, all timed s/call, outputs of
+    the timed calls). The median of synced calls rather than one long loop:
+    the 2-core machine is shared, and a median ignores the calls another
+    process's burst slowed down. A training step depends on the previous
+    one's parameters, so the per-call sync costs little overlap. `keep_all=False` keeps only the last output:
     an inference loop uses each result and drops it (holding all 21 logits
     tensors, 51 MB each, would keep any runtime from reusing their memory)."""
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     sync([step()])
-    first = time.perf_counter() - start
+    first, first_cpu = time.perf_counter() - start, time.process_time() - cpu
     for _ in range(cfg["warmup"] - 1):
         sync([step()])
     times, outs = [], []
@@ -71,13 +72,19 @@ def timed_loop(cfg, step, sync, keep_all=True):
             outs.clear()
         outs.append(out)
         del out
-    return first, statistics.median(times), times, outs
+    return first, first_cpu, statistics.median(times), times, outs
 
 
 # ---------------------------------------------------------------- torch kinds
 
 
-def run_torch(cfg):
+def setup_torch(cfg, backend=None):
+    """Model, data, optimizer and step functions of a torch kind, none called
+    yet, as a namespace: train_step (and its parts train_fn, opt, opt_step,
+    idx, tgt on the device), infer_step, sync, ctx (the eager mode to run
+    them in), device, notes. `backend`: the compiled kinds' Dynamo
+    backend in place of "tpu"/"inductor" (first_call.py wraps ours to time
+    it)."""
     kind = cfg["kind"]
     notes = []
     if kind == "compiled3":  # compiled, with TORCH_TPU_REPLAY_CHAIN=0 (compile.py sets it)
@@ -110,15 +117,16 @@ def run_torch(cfg):
     mode = "fused" if kind == "fused" else "strict"
     train_fn, infer_fn, opt_step = WithLoss(model), model, opt.step
     if kind in ("compiled", "inductor"):
-        backend = "tpu" if kind == "compiled" else "inductor"
+        name = "tpu" if kind == "compiled" else "inductor"
+        backend = backend or name
         train_fn = torch.compile(train_fn, backend=backend)
         infer_fn = torch.compile(infer_fn, backend=backend)
         if cfg["compile_opt"]:
             opt_step = torch.compile(opt.step, backend=backend)
-            notes.append(f"model+loss and optimizer step compiled (backend={backend})")
+            notes.append(f"model+loss and optimizer step compiled (backend={name})")
         else:
             eager = f"{mode} eager" if device == "tpu" else "eager on CPU"
-            notes.append(f"model+loss compiled (backend={backend}); optimizer step {eager}")
+            notes.append(f"model+loss compiled (backend={name}); optimizer step {eager}")
 
     def train_step():
         opt.zero_grad(set_to_none=True)
@@ -158,13 +166,21 @@ def run_torch(cfg):
         import contextlib
 
         ctx = contextlib.nullcontext()
+    return types.SimpleNamespace(train_step=train_step, train_fn=train_fn, opt=opt, opt_step=opt_step, idx=idx,
+                                 tgt=tgt, infer_step=infer_step, sync=sync, ctx=ctx, device=device, notes=notes)
+
+
+def run_torch(cfg):
+    s = setup_torch(cfg)
+    train_step, infer_step, sync, ctx, device, tgt, notes = (s.train_step, s.infer_step, s.sync, s.ctx, s.device,
+                                                             s.tgt, s.notes)
     with ctx:
-        t_first, t_step, t_all, losses = timed_loop(cfg, train_step, sync)
-        i_first, i_step, i_all, logits = timed_loop(cfg, infer_step, sync, keep_all=False)
+        t_first, t_first_cpu, t_step, t_all, losses = timed_loop(cfg, train_step, sync)
+        i_first, _, i_step, i_all, logits = timed_loop(cfg, infer_step, sync, keep_all=False)
         losses = [float(l.item()) for l in losses]
         infer_loss = float(gpt2.loss_fn(logits[-1].cpu(), tgt.cpu()).item())
-    res = dict(train_first_s=t_first, train_step_s=t_step, infer_first_s=i_first, infer_step_s=i_step,
-               train_all_s=t_all, infer_all_s=i_all,
+    res = dict(train_first_s=t_first, train_first_cpu_s=t_first_cpu, train_step_s=t_step, infer_first_s=i_first,
+               infer_step_s=i_step, train_all_s=t_all, infer_all_s=i_all,
                losses=losses, infer_loss=infer_loss, notes=notes)
     if device == "tpu":
         import torch_tpu
@@ -207,7 +223,9 @@ def _import_torchax():
     return torchax, env, missing
 
 
-def run_torchax(cfg):
+def setup_torchax(cfg):
+    """torchax's training step, not called yet, as a namespace: train_step,
+    sync, and what inference needs (jm, state, env, idx_t, tgt), notes."""
     torchax, env, missing = _import_torchax()
     import jax
     import jax.numpy as jnp
@@ -266,7 +284,18 @@ def run_torchax(cfg):
     def sync(outs):
         jax.block_until_ready((outs, state["p"]))
 
-    t_first, t_step, t_all, losses = timed_loop(cfg, train_step, sync)
+    return types.SimpleNamespace(train_step=train_step, sync=sync, jm=jm, state=state, env=env, idx_t=idx_t,
+                                 tgt=tgt, notes=notes)
+
+
+def run_torchax(cfg):
+    s = setup_torchax(cfg)  # imports torchax (through the shim), so only then:
+    import jax
+    from torchax import interop
+
+    train_step, sync, jm, state, env, idx_t, tgt, notes = (s.train_step, s.sync, s.jm, s.state, s.env, s.idx_t,
+                                                           s.tgt, s.notes)
+    t_first, t_first_cpu, t_step, t_all, losses = timed_loop(cfg, train_step, sync)
     # Inference with the trained weights, through the JittableModule.
     jm.params = interop.torch_view(state["p"])
 
@@ -274,13 +303,13 @@ def run_torchax(cfg):
         with env, torch.no_grad():
             return interop.jax_view(jm(idx_t))
 
-    i_first, i_step, i_all, logits = timed_loop(cfg, infer_step, lambda outs: jax.block_until_ready(outs),
-                                                keep_all=False)
+    i_first, _, i_step, i_all, logits = timed_loop(cfg, infer_step, lambda outs: jax.block_until_ready(outs),
+                                                   keep_all=False)
     losses = [float(l) for l in losses]
     last = torch.from_numpy(__import__("numpy").asarray(logits[-1]))
     infer_loss = float(gpt2.loss_fn(last, tgt).item())
-    return dict(train_first_s=t_first, train_step_s=t_step, infer_first_s=i_first, infer_step_s=i_step,
-               train_all_s=t_all, infer_all_s=i_all,
+    return dict(train_first_s=t_first, train_first_cpu_s=t_first_cpu, train_step_s=t_step, infer_first_s=i_first,
+                infer_step_s=i_step, train_all_s=t_all, infer_all_s=i_all,
                 losses=losses, infer_loss=infer_loss, notes=notes)
 
 

@@ -143,7 +143,7 @@ def test_chained_inference_calls_read_correctly():
 
 @pytest.mark.skipif(os.environ.get("TORCH_TPU_QUICK_FIRST_COMPILE") == "0", reason="quick first compiles off")
 def test_quick_first_compiles_are_rebuilt_when_reused_and_match_cpu():
-    # A graph's first call compiles its fused programs quick (LLVM -O0,
+    # A graph's first call compiles its fused programs quick (LLVM -O0 etc.,
     # runtime/compile_tier.h). With three programs per step, replays run
     # them again from step 3: each is rebuilt optimised at its third run
     # (not an XLA compile in the counters), and every step equals CPU's.
@@ -160,6 +160,32 @@ def test_quick_first_compiles_are_rebuilt_when_reused_and_match_cpu():
     rebuilt = after["quick_rebuilds"] - before["quick_rebuilds"]
     assert quick >= 1, (before, after)
     assert 1 <= rebuilt <= quick, (before, after)
+    assert_close(losses, ref_losses, **TOL)
+    for p, r in zip(params, ref_params):
+        assert_close(p, r, **TOL)
+
+
+@pytest.mark.skipif(os.environ.get("TORCH_TPU_QUICK_FIRST_COMPILE") == "0", reason="quick first compiles off")
+def test_quick_compile_xla_refuses_falls_back_to_an_ordinary_compile():
+    # Quick options XLA refuses (here one it does not know) cost the first
+    # call its shortcut, never its result: the programs compile with XLA's
+    # defaults and count as ordinary compiles. (Batch 13: programs new to
+    # this process.)
+    with pytest.raises(RuntimeError, match="integer or true/false"):
+        _C._set_quick_compile_options("xla_backend_optimization_level=low")
+    torch.manual_seed(2)
+    init = Net()
+    data = [(torch.randn(13, 12), torch.randint(0, 5, (13,))) for _ in range(2)]
+    ref_losses, ref_params = train(copy.deepcopy(init), data, "cpu", chain=False)
+    before, compiles = _C._quick_compile_stats(), _C._compile_count()
+    prev = _C._set_quick_compile_options("xla_no_such_option=1")
+    try:
+        assert _C._quick_compile_options() == "xla_no_such_option=1"
+        losses, params = train(copy.deepcopy(init), data, "tpu", chain=False)
+    finally:
+        assert _C._set_quick_compile_options(prev) == "xla_no_such_option=1"
+    assert _C._quick_compile_stats()["quick_compiles"] == before["quick_compiles"]
+    assert _C._compile_count() > compiles
     assert_close(losses, ref_losses, **TOL)
     for p, r in zip(params, ref_params):
         assert_close(p, r, **TOL)

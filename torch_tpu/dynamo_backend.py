@@ -223,7 +223,7 @@ def compile_stats() -> dict:
     runtime below it: `xla_compiles` (every XLA compile of the process,
     eager ops included), `fused_compiles` / `fused_cache_hits` (fused
     programs built / found in the cache), `quick_compiles` /
-    `quick_rebuilds` (programs a graph's first call compiled at LLVM -O0,
+    `quick_rebuilds` (programs a graph's first call compiled quick: LLVM -O0,
     runtime/compile_tier.h / those of them rebuilt optimised at their third
     run; rebuilds are not in `xla_compiles`), `replays` (graph calls served by a
     replay of a captured fused program, no per-op dispatch), `captures`

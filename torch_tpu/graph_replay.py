@@ -160,9 +160,10 @@ class ReplayCache:
         # (runtime/donation.h), so an input dropped early would make this
         # call's program differ from the capture's and compile twice.
         inputs = list(args)
-        # A signature's first call compiles its programs quick (LLVM -O0,
-        # runtime/compile_tier.h): with chained replays they run on this
-        # call and the capture only; a third run rebuilds them optimised.
+        # A signature's first call compiles its programs quick (LLVM -O0 and
+        # XLA:CPU's cheaper emitters, runtime/compile_tier.h): with chained
+        # replays they run on this call and the capture only; a third run
+        # rebuilds them optimised.
         prev = _C._set_quick_compile(True) if quick else None
         try:
             return self.run_ops(args)

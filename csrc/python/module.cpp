@@ -81,6 +81,9 @@ PYBIND11_MODULE(_C, m) {
   // Quick first compiles (runtime/compile_tier.h): graph_replay.py opens the
   // scope around a graph's first call.
   m.def("_set_quick_compile", [](bool on) { return runtime::set_quick_compile(on); });
+  // Their XLA options, "name=value;..." (the setter returns the previous).
+  m.def("_quick_compile_options", [] { return runtime::quick_compile_options_text(); });
+  m.def("_set_quick_compile_options", [](const std::string& text) { return runtime::set_quick_compile_options(text); });
   m.def("_quick_compile_stats", [] {
     auto s = runtime::quick_compile_stats();
     py::dict d;

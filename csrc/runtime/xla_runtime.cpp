@@ -407,10 +407,10 @@ class XlaRuntime final : public Runtime {
     try {
       py::object dl = device_list_cls_(py::make_tuple(devices_[device]));
       py::object options = compile_options(device);
-      // Quick (compile_tier.h) only where the option exists (XLA:CPU's LLVM
-      // backend), and for programs large enough to gain: a small one (a
-      // zeros buffer, the deferred-check flags) compiles in tens of ms at
-      // any level, and its rebuild would cost more than the quick build saves.
+      // Quick (compile_tier.h) only where its options exist (XLA:CPU), and
+      // for programs large enough to gain: a small one (a zeros buffer, the
+      // deferred-check flags) compiles in tens of ms at any level, and its
+      // rebuild would cost more than the quick build saves.
       bool quick = quick_compile_active() && info_.platform == "cpu" && text.size() >= kQuickMinTextBytes;
       py::object loaded = load_or_compile(text, dl, options, device, "", what, &quick);
       auto exe = std::make_shared<JaxExecutable>(loaded, device, parse_result_types(text));
@@ -562,27 +562,27 @@ class XlaRuntime final : public Runtime {
   // device assignment when the program spans several devices.
   //
   // `quick` (compile_tier.h), when given and true, asks for a quick
-  // compile (LLVM -O0); an optimised build already on disk is taken
-  // instead, and *quick says which one came back. Quick builds are cached
+  // compile (quick_compile_options()); an optimised build already on disk
+  // is taken instead, and *quick says which one came back. Quick builds are cached
   // on disk under their own key. `rebuild`: the optimised build of a quick
   // one, counted in quick_compile_stats() rather than compile_count().
   py::object load_or_compile(const std::string& text, const py::object& dl, const py::object& options, int device,
                              const std::string& assignment, const std::string& what, bool* quick = nullptr,
                              bool rebuild = false) {
-    const bool want_quick = quick != nullptr && *quick;
+    bool want_quick = quick != nullptr && *quick;
     auto& disk = cache::DiskCache::instance();
-    std::string key;
+    std::string key, plain_key;
     if (disk.enabled()) {
       cache::KeyInputs in = key_inputs(device);
       if (!assignment.empty()) in["device_assignment"] = assignment;
-      key = cache::make_key(text, in);
+      key = plain_key = cache::make_key(text, in);
       if (py::object exe = load_cached(disk, key, dl, options); !exe.is_none()) {
         if (log_recompiles()) log_load(text, what);
         if (quick) *quick = false;
         return exe;
       }
       if (want_quick) {
-        in["llvm_opt_level"] = "0";
+        in["quick_options"] = quick_compile_options_text();
         key = cache::make_key(text, in);
         if (py::object exe = load_cached(disk, key, dl, options); !exe.is_none()) {
           if (log_recompiles()) log_load(text, what);
@@ -593,12 +593,29 @@ class XlaRuntime final : public Runtime {
     }
     if (want_quick) {
       py::list overrides;
-      overrides.append(py::make_tuple("xla_backend_optimization_level", 0));
+      for (const auto& option : quick_compile_options()) {
+        if (option.boolean)
+          overrides.append(py::make_tuple(option.name, py::bool_(option.value != 0)));
+        else
+          overrides.append(py::make_tuple(option.name, option.value));
+      }
       options.attr("env_option_overrides") = overrides;
     }
     if (!rebuild) dump_program(text, what);
     auto start = std::chrono::steady_clock::now();
-    py::object exe = backend_.attr("compile_and_load")(py::bytes(text), dl, options);
+    py::object exe;
+    try {
+      exe = backend_.attr("compile_and_load")(py::bytes(text), dl, options);
+    } catch (py::error_already_set&) {
+      if (!want_quick) throw;
+      // A quick compile XLA refuses (an op its elemental emitters lack, an
+      // option this XLA does not know) is only a lost shortcut: compile
+      // with the defaults, as an ordinary program.
+      options.attr("env_option_overrides") = py::list();
+      want_quick = *quick = false;
+      key = plain_key;
+      exe = backend_.attr("compile_and_load")(py::bytes(text), dl, options);
+    }
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (rebuild) {
       note_rebuild(seconds);
