@@ -1,8 +1,10 @@
 """A script that used tpu and then dies of an uncaught Python exception exits
 like a CPU script: status 1, its traceback, and nothing from C++ after it
-("terminate called without an active exception" was reported once, from a
-thread outliving the interpreter; csrc/ starts no threads, and XLA's and
-jax's are shut down by jax's own exit hooks). Each scenario leaves work in
+("terminate called without an active exception" was reported twice: from a
+thread outliving the interpreter, and from torch's autograd worker taking
+the GIL during finalisation, which the runtime's exit hook now prevents;
+XLA's and jax's threads are shut down by jax's own exit hooks). Each
+scenario leaves work in
 flight at the moment of the exception: a pending Fused Eager trace, queued
 programs, non-blocking transfers, a compiled graph."""
 
@@ -29,3 +31,19 @@ def test_uncaught_exception_exits_cleanly(name):
     tail = run.stderr.rstrip().splitlines()[-1]
     assert tail == "ValueError: the script failed: %s" % name, run.stderr[-3000:]
     assert "terminate called" not in run.stderr and "Aborted" not in run.stderr, run.stderr[-3000:]
+
+
+def test_autograd_drain_waits_for_the_tpu_worker():
+    """The exit hook (python/exit_bindings.cpp) sends a backward through the
+    tpu autograd worker: it returns once the worker has served everything
+    queued before it, and leaves autograd usable."""
+    import torch
+    import torch_tpu
+
+    w = torch.randn(8, 8, device="tpu", requires_grad=True)
+    (w @ w).sum().backward()
+    torch_tpu._C._drain_autograd_threads()
+    first = w.grad.clone()
+    w.grad = None
+    (w @ w).sum().backward()
+    torch.testing.assert_close(w.grad.cpu(), first.cpu())

@@ -378,6 +378,11 @@ class XlaRuntime final : public Runtime {
                                                      : numpy_.attr("dtype")(numpy_dtype_name(et));
       np_dtypes_.push_back(dt);
     }
+    // At exit, the autograd engine's tpu threads finish what they hold
+    // before Python finalises (python/exit_bindings.cpp). Registered after
+    // jax's exit hooks, so it runs before them.
+    py::module_::import("atexit").attr("register")(
+        py::module_::import("torch_tpu._C").attr("_drain_autograd_threads"));
   }
 
   // The interpreter may already be gone when the process exits: never
