@@ -304,6 +304,40 @@ def test_index_and_index_put_with_padded_indices():
         assert run_sizes(fn, [5, 6, 7], lambda n: [torch.randn(n, 4)], {0: 0}) == 1
 
 
+BAD_INDEX = {
+    # name: (fn(x, i), an index tensor in range at the real size 6)
+    "index": lambda x, i: x[i],
+    "index_put": lambda x, i: x.index_put((i,), torch.ones(i.shape[0], x.shape[1], device=x.device)),
+    "gather": lambda x, i: x.gather(0, i.unsqueeze(1).expand(-1, x.shape[1])),
+    "scatter": lambda x, i: x.scatter(0, i.unsqueeze(1).expand(-1, x.shape[1]), 1.0),
+}
+
+
+@pytest.mark.parametrize("op", sorted(BAD_INDEX))
+@pytest.mark.parametrize("bad", [6, 7, -7])
+def test_index_past_real_size_raises(op, bad):
+    """An index into a padded dim that is out of range at the real size (6,
+    padded to 8) but would land in the padding raises as on CPU, rather
+    than read or write the padding (a silent wrong answer)."""
+    fn = BAD_INDEX[op]
+    torch._dynamo.reset()
+    compiled = torch.compile(fn, backend="tpu")
+    x = torch.randn(6, 3)
+    good = torch.tensor([5, 0, 2])
+    if op != "gather" and op != "scatter":
+        good = torch.tensor([5, -6, 2])
+    tx = x.to("tpu")
+    torch._dynamo.mark_dynamic(tx, 0, min=2, max=64)
+    with no_exact_size_warning():  # it runs padded
+        assert_close(compiled(tx, good.to("tpu")).cpu(), fn(x, good), **TOL)
+    wrong = torch.tensor([5, bad, 2])
+    with pytest.raises((IndexError, RuntimeError)):
+        fn(x, wrong)
+    with pytest.raises((IndexError, RuntimeError), match="out of bounds"):
+        compiled(tx, wrong.to("tpu")).cpu()
+    torch.tpu.synchronize()
+
+
 def grouped_experts(x, router, w, top_k=2):
     """Transformers' grouped_mm experts path (integrations/moe.py), small:
     tokens flattened with their top-k experts, sorted by expert, counted

@@ -294,14 +294,31 @@ def _select_rule(ctx, node, args, kwargs):
     return x.index_select(dim, ctx.positions(1, i, 1, x.shape[dim] - 1, x.device)).squeeze(dim)
 
 
+def _outside_real(ctx, t, expr, padded: int):
+    """Indices `t` into a dim padded to `padded` whose real size is `expr`,
+    with every entry outside [0, real) moved past the padding (to padded
+    + 1: out of range also when a dump slot widened the dim), so that the
+    lowering's bounds check raises as torch does at the real size. Kept
+    as they are, such entries would read or write the padding: a silent
+    wrong answer. The error names the padded size, not the real one."""
+    inside = (t >= 0) & (t < ctx.real_value(expr))
+    return torch.where(inside, t, torch.clamp(t, min=padded + 1))
+
+
 def _gather_rule(ctx, node, args, kwargs):
     """gather(x, dim, index): out[..i..] = x[..index[..i..]..] along `dim`.
-    Real entries of the index point at real entries of x (torch requires
-    it), whether `dim` is padded or not; the index's padding (garbage, or
-    whatever produced it) could be out of range and trip the bounds
-    check, so it is set to 0 first."""
-    index = _fill_padding(ctx, args[2], node.args[2], 0)
-    return node.target(args[0], args[1], index, *args[3:], **kwargs)
+    Real entries of the index must point at real entries of x (torch
+    raises otherwise; along a padded `dim`, an entry past the real size is
+    sent out of range for the bounds check); the index's padding (garbage,
+    or whatever produced it) could be out of range and trip the bounds
+    check, so it is set to 0 after."""
+    x, index = args[0], args[2]
+    dim = _norm_dim(args[1], max(x.dim(), 1))
+    e = dyn_dims(_meta(node.args[0])).get(dim)
+    if e is not None:
+        index = _outside_real(ctx, index, e, x.shape[dim])
+    index = _fill_padding(ctx, index, node.args[2], 0)
+    return node.target(x, args[1], index, *args[3:], **kwargs)
 
 
 def _conv_rule(ctx, node, args, kwargs):
@@ -403,16 +420,17 @@ def _index_list_rule(ctx, node, args, kwargs):
     A negative index into a padded dim counts from its real size; the
     padding entries of an index tensor (garbage, maybe out of range, which
     would raise at the next sync) become 0, so the result's padding reads a
-    real entry and stays padding. An index past the real size but inside
-    the padding is not caught (checked against the padded size)."""
+    real entry and stays padding. A real index outside the real size raises
+    (_outside_real)."""
     x = args[0]
     return node.target(x, _fixed_indices(ctx, node, x, args[1])[0], *args[2:], **kwargs)
 
 
 def _fixed_indices(ctx, node, x, indices) -> tuple:
     """The index tensors of index/index_put with negatives wrapped by the
-    real size and padding entries set to 0, and where padding entries were
-    (True; None when no index tensor is padded), in the broadcast shape."""
+    real size, entries outside the real size sent out of range, padding
+    entries set to 0, and where padding entries were (True; None when no
+    index tensor is padded), in the broadcast shape."""
     x_dims = dyn_dims(_meta(node.args[0]))
     out, padding = [], None
     for d, (n, t) in enumerate(zip(node.args[1], indices)):
@@ -421,6 +439,7 @@ def _fixed_indices(ctx, node, x, indices) -> tuple:
             continue
         if d in x_dims:
             t = torch.where(t < 0, t + ctx.real_value(x_dims[d]), t)
+            t = _outside_real(ctx, t, x_dims[d], x.shape[d])
         real = None
         for dd, e in dyn_dims(_meta(n)).items():
             m = ctx.mask(e, t, dd)
@@ -539,10 +558,14 @@ def _scatter_rule(ctx, node, args, kwargs):
     """scatter*(self, dim, index, src): the writes of the padding entries of
     index, along any of its padded dims, could land on real entries of self:
     they go to one extra slot appended to self along dim, cut off after the
-    scatter (index_put does the same)."""
+    scatter (index_put does the same). Along a padded dim, a real entry
+    past the real size raises (_outside_real) rather than write padding."""
     args = list(args)
     x, idx = args[0], args[2]
     dim = _norm_dim(args[1], x.dim())
+    e = dyn_dims(_meta(node.args[0])).get(dim)
+    if e is not None:
+        idx = args[2] = _outside_real(ctx, idx, e, x.shape[dim])
     padding = None
     for d, e in dyn_dims(_meta(node.args[2])).items():
         pad = ~ctx.mask(e, idx, d)
