@@ -635,3 +635,103 @@ def test_constant_pad_along_a_padded_dim():
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a graph run at exact sizes warns
         assert run_sizes(fn, [5, 6, 7], lambda n: [torch.randn(2, n)], {0: 1}) == 1
+
+
+def test_vector_norm_over_a_padded_dim():
+    """linalg_vector_norm over the padded dim (Dbrx's and Inkling's
+    q/k norms, F.normalize): the padding becomes 0, which no ord >= 0
+    counts; a negative ord (0 would change its min) is refused."""
+    def fn(x):
+        x = x + 1  # the padding is no longer zero
+        return (torch.linalg.vector_norm(x, dim=1), torch.linalg.vector_norm(x, ord=1, dim=(0, 1), keepdim=True),
+                torch.linalg.vector_norm(x, ord=float("inf"), dim=1), torch.linalg.vector_norm(x.round(), ord=0),
+                F.normalize(x, dim=1), torch.linalg.vector_norm(x, dim=0))
+
+    with no_exact_size_warning():
+        assert run_sizes(fn, [5, 6, 7], lambda n: [torch.randn(3, n)], {0: 1}) == 1
+
+    def negative(x):
+        return torch.linalg.vector_norm(x, ord=-1, dim=1)
+
+    with pytest.warns(UserWarning, match="ord -1"):
+        run_sizes(negative, [5, 6], lambda n: [torch.randn(3, n)], {0: 1})
+
+
+def test_pointwise_polar_logsigmoid_and_eye():
+    """polar (DeepSeek-V2's rotary frequencies), log_sigmoid_forward
+    (Inkling's router) and eye with a symbolic size (XLNet's
+    `-torch.eye(qlen)`) run padded."""
+    def fn(x):
+        n = x.shape[0]
+        rot = torch.view_as_real(torch.polar(x.abs() + 1, x))
+        return rot, F.logsigmoid(x), x[:, :1] - torch.eye(n, device=x.device), torch.eye(n, 3, device=x.device) * 2
+
+    with no_exact_size_warning():
+        assert run_sizes(fn, [5, 6, 7], lambda n: [torch.randn(n, 4)], {0: 0}) == 1
+
+
+def test_expand_flip_and_unfold_along_a_padded_dim():
+    """expand of a size-1 dim to the padded size (HRM's `z_L_init.expand_as`,
+    XLM's position ids), flip (a real entry n - 1 - i, not padding, comes
+    first) and unfold (the real windows are a prefix)."""
+    def fn(x, init):
+        x = x + 1  # the padding is no longer zero
+        grid = x[:, None, :1].expand(-1, x.shape[0], 3)
+        return (init.expand_as(x) * x, grid, x.flip(0), x.flip(0, 1), torch.cat([x, x, x]).unfold(0, 2, 2).sum(-1), x.unfold(0, 2, 1),
+                x.unfold(1, 2, 1))
+
+    init = torch.randn(1, 4)
+    with no_exact_size_warning():
+        assert run_sizes(fn, [5, 6, 7], lambda n: [torch.randn(n, 4), init], {0: 0}) == 1
+
+
+def test_symbolic_pad_and_fill_values():
+    """F.pad by a symbolic amount (GraniteMoeHybrid pads its sequence to a
+    chunk multiple; the real pad is not the padded one, so the values are
+    placed from the real size) and full/full_like filled with a length."""
+    def fn(x, y):
+        x = x + 1  # the padding is no longer zero
+        n = x.shape[1]
+        chunked = F.pad(x, (0, (4 - n % 4) % 4), value=-2.0)
+        grown = F.pad(y, (0, n))  # a static dim grown by a symbolic pad
+        return chunked, chunked.sum(1), grown, torch.full_like(x, n), torch.full((2,), n, device=x.device) * x[:, 0]
+
+    make = lambda n: [torch.randn(2, n), torch.randn(2, 3)]  # noqa: E731
+    with no_exact_size_warning():
+        assert run_sizes(fn, [5, 6, 7], make, {0: 1}) == 1
+
+    def left(x):
+        n = x.shape[1]
+        return F.pad(x, ((4 - n % 4) % 4, 0))
+
+    with pytest.warns(UserWarning, match="symbolic left pad"):
+        run_sizes(left, [5, 6], lambda n: [torch.randn(2, n)], {0: 1})
+
+
+def test_copy_into_a_padded_input():
+    """A graph that writes one of its inputs (Mamba-style conv state
+    updated with copy_, kept in the graph by AOTAutograd): the caller's
+    tensor gets the real entries, whatever its padded form was."""
+    def fn(state, x):
+        state.copy_(torch.cat([state[:, 1:], x], 1))
+        return state.sum(1) * 2
+
+    torch._dynamo.reset()
+    compiled = torch.compile(fn, backend="tpu")
+    before = bounded_compiles()
+    with no_exact_size_warning(), torch.no_grad():
+        for n in (5, 6, 7):
+            state, x = torch.randn(n, 4), torch.randn(n, 1)
+            big = torch.randn(10, 4).to("tpu")  # the state as a view of a larger tensor
+            tstate = big[:n]
+            rest = big[n:].cpu()
+            tx = x.to("tpu")
+            for t in (tstate, tx):
+                torch._dynamo.mark_dynamic(t, 0, min=2, max=64)
+            tstate.copy_(state.to("tpu"))
+            got = compiled(tstate, tx)
+            want = fn(state, x)
+            assert_close(got.cpu(), want, **TOL)
+            assert_close(tstate.cpu(), state, **TOL)
+            assert_close(big[n:].cpu(), rest)  # nothing written past the real entries
+    assert bounded_compiles() - before == 1

@@ -231,3 +231,40 @@ def test_scalar_checks_every_call(name):
         assert str(cpu_err.value).split(",")[0][:40] in str(tpu_err.value)
     if name != "random_":  # random numbers differ from CPU's
         assert_close(good_fn("tpu"), good_fn("cpu"))
+
+
+# ---- torch._assert_async: a check on the device ----------------------------------
+
+
+def test_assert_async_raises_its_message_at_the_next_sync():
+    """torch._assert_async(cond[, msg]) (Dynamo's `assert` on tensor data,
+    Dbrx's and LongcatFlash's routers) checks on the device: a false cond
+    raises CPU's RuntimeError with its message at the next sync, a true
+    one nothing; the cached program checks again."""
+    for _ in range(2):
+        x = torch.arange(3.0, device="tpu")
+        torch._assert_async((x >= 0).all(), "x must be non-negative")
+        torch._assert_async(x.sum())
+        torch.tpu.synchronize()
+        torch._assert_async((x > 0).all(), "x must be positive")
+        with pytest.raises(RuntimeError, match="x must be positive"):
+            torch.tpu.synchronize()
+        torch._assert_async(x[0])
+        with pytest.raises(RuntimeError, match="Expected Tensor with single nonzero value, but got zero"):
+            x.sum().item()
+        assert torch_tpu._C._pending_checks(0) == 0
+    with pytest.raises(RuntimeError, match="more than one value is ambiguous"):
+        torch._assert_async(torch.ones(2, device="tpu"))
+
+
+def test_assert_async_in_a_compiled_graph(fresh_dynamo):
+    def f(x):
+        torch._assert_async((x < 10).all(), "x too large")
+        return x * 2
+
+    cf = torch.compile(f, backend="tpu")
+    for _ in range(3):  # capture, then replays
+        assert_close(cf(torch.arange(4.0, device="tpu")), torch.arange(4.0) * 2)
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match="x too large"):
+            cf(torch.arange(4.0, device="tpu") * 10).cpu()

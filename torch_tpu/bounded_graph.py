@@ -112,6 +112,10 @@ class _Call:
         name = type(e).__name__
         if name == "FloorDiv":
             return torch.div(args[0], args[1], rounding_mode="floor")
+        if name in ("Mod", "PythonMod"):  # sizes are >= 0: both are Python's %
+            return torch.remainder(args[0], args[1])
+        if e.is_Pow and e.exp.is_Integer and int(e.exp) > 0:
+            return args[0] ** int(e.exp)
         if name in ("Max", "Min"):
             out = torch.as_tensor(args[0], device=self._real.device)
             for a in args[1:]:
@@ -197,10 +201,11 @@ class BoundedGraph:
                 missing = e.free_symbols - set(self.symbols)
                 if missing:
                     raise Unsupported(f"size {e} has symbols that no input gives")
+                _check_evaluable(e)
         self.steps = []
         for n in gm.graph.nodes:
             if n.op == "call_function":
-                self.steps.append((n, plan(n)))
+                self.steps.append((n, _copy_into_input if _writes_padded_input(n) else plan(n)))
             elif n.op == "get_attr" and not dyn_dims(n.meta.get("val")):
                 # a constant of the graph (a lifted `torch.tensor([])`, say):
                 # static, it runs padded as it is
@@ -208,6 +213,12 @@ class BoundedGraph:
             elif n.op not in ("placeholder", "output"):
                 raise Unsupported(f"graph node {n.op}")
         self.output = next(n for n in gm.graph.nodes if n.op == "output")
+        # Inputs the graph writes (copy_ into a padded placeholder): the
+        # padded run returns the written values, and __call__ copies their
+        # real entries into the caller's tensors (the padded input may be a
+        # view past them or a copy: bounded_rules._copy_into_input_rule).
+        self.mutations = [(self.placeholders.index(n.args[0]), n) for n, rule in self.steps
+                          if rule is _copy_into_input]
         self.growth = _growth(self.output.args[0], self.symbols)
         self.replays = ReplayCache(self._run_padded)
 
@@ -245,12 +256,17 @@ class BoundedGraph:
                 inputs.append(pad_to(a, shape, room))
             else:
                 inputs.append(a)
+        targets = [args[i] for i, _ in self.mutations]
         args.clear()  # boxed: the inputs may be freed as soon as they are used
         # Within a bucket the padded inputs have the same geometry on every
         # call, so the whole padded run is replayed from C++ after its
         # capture (graph_replay.py); the real sizes are an argument.
         stats["bounded_calls"] += 1
         outs = self.replays(inputs + [real_t])
+        if self.mutations:
+            outs, written = outs
+            for target, (_, n), new in zip(targets, self.mutations, written):
+                target.copy_(_unpad(n, new, real))
         return _unpad(self.output.args[0], outs, real, self._room)
 
     def _room(self, t: torch.Tensor, dims: dict, sizes: dict) -> torch.Tensor:
@@ -304,6 +320,8 @@ class BoundedGraph:
                 except Exception as exc:  # name the op and the user's line
                     raise annotate_node_error(n, exc) from None
             outs = torch.fx.node.map_arg(self.output.args[0], lambda m: env[m])
+            if self.mutations:
+                outs = (outs, [env[n] for _, n in self.mutations])
             # Only the results may stay referenced: the fused program returns
             # every value still held when it runs.
             env.clear()
@@ -317,6 +335,42 @@ class BoundedGraph:
                 _C._set_fuse_split_paused(split_was)
                 _C._set_eager_mode(prev)
         return outs
+
+
+def _writes_padded_input(n: torch.fx.Node) -> bool:
+    """copy_ into a graph input with padded dims: a mutation AOTAutograd
+    keeps in the graph (keep_inference_input_mutations; a conv state
+    updated in place)."""
+    return (n.target is torch.ops.aten.copy_.default and n.args[0].op == "placeholder"
+            and bool(dyn_dims(n.args[0].meta.get("val"))))
+
+
+def _copy_into_input(call, node, args, kwargs):
+    """The padded input of a _writes_padded_input node may be a view past
+    the caller's tensor (pad_to; its storage may hold other data there) or
+    a copy of it, so the write is not made in the padded run: the value it
+    would write (src cast and broadcast to the input's shape, aten.copy) is
+    one more result, and __call__ copies its real entries into the
+    caller's tensor (BoundedGraph.mutations)."""
+    return torch.ops.aten.copy.default(args[0], args[1])
+
+
+# The sympy functions _Call._eval computes on the device.
+_EVALUABLE = {"FloorDiv", "Max", "Min", "Mod", "PythonMod"}
+
+
+def _check_evaluable(e) -> None:
+    """Raises Unsupported (when the graph is compiled, not in a call) for a
+    size expression _Call._eval cannot compute from the real sizes."""
+    if e.is_Symbol or e.is_Integer or e.is_Add or e.is_Mul:
+        pass
+    elif e.is_Pow:
+        if not (e.exp.is_Integer and int(e.exp) > 0):
+            raise Unsupported(f"symbolic size expression {e}")
+    elif type(e).__name__ not in _EVALUABLE:
+        raise Unsupported(f"symbolic size expression {e}")
+    for a in e.args:
+        _check_evaluable(a)
 
 
 def _get_attr(call, node, args, kwargs):

@@ -352,13 +352,21 @@ def _constant_pad_rule(ctx, node, args, kwargs):
     belong right after the real entries, where the padding is; padded, they
     land after it. The entries from left + real size on are set to the
     value (the rest of them is padding again). Left pads and crops shift
-    real and padded entries alike."""
+    real and padded entries alike. A symbolic right pad (GraniteMoeHybrid
+    and Qwen3-Next pad the sequence up to a chunk multiple) runs with its
+    padded value and is masked the same way: its real value may be
+    positive where the padded one is 0, and the real output (left + real
+    size + real pad, within the padded one) is the real entries, then the
+    value. Along a static dim a symbolic right pad only appends values:
+    the real output is a prefix of the padded one. (plan refuses symbolic
+    left pads: they would shift the real entries by their real value.)"""
     x, pad = args[0], list(args[1])
     value = args[2] if len(args) > 2 else kwargs.get("value", 0)
     out = node.target(*args, **kwargs)
+    pad_meta = node.args[1]
     for d, e in dyn_dims(_meta(node.args[0])).items():
         k = x.dim() - 1 - d  # pad[2k], pad[2k + 1]: dim d's left and right
-        if 2 * k + 1 < len(pad) and pad[2 * k + 1] > 0:
+        if 2 * k + 1 < len(pad) and (pad[2 * k + 1] > 0 or sym_expr(_meta(pad_meta[2 * k + 1])) is not None):
             out = torch.where(ctx.mask(e + pad[2 * k], out, d), out, value)
     return out
 
@@ -374,11 +382,14 @@ def _view_rule(ctx, node, args, kwargs):
 
 
 def _arange_start_rule(ctx, node, args, kwargs):
-    """arange(start, end) with a symbolic start: real start + padded range."""
+    """arange(start, end[, step]) with a symbolic start: real start + the
+    padded range times step, so entry i is start + i * step as torch gives
+    it for every real i (XLNet's relative positions count down from the
+    key length: arange(klen, -qlen, -1.0)); the rest is padding."""
     start = sym_expr(_meta(node.args[0]))
     n = ctx.padded_shape(_meta(node))[0]
     step = args[2] if len(args) > 2 else 1
-    r = torch.arange(n, dtype=kwargs.get("dtype"), device=kwargs.get("device")) * step
+    r = torch.arange(n, dtype=_meta(node).dtype, device=kwargs.get("device")) * step
     v = ctx.real_value(start)
     return r + (v.to(r.dtype) if isinstance(v, torch.Tensor) else v)
 
@@ -602,6 +613,68 @@ def _histc_fill(node):
     raise Unsupported(f"{node.target} over a padded dim with the whole range of {dtype}")
 
 
+def _vector_norm_rule(ctx, node, args, kwargs):
+    """linalg_vector_norm over padded dims with ord >= 0 (plan refuses the
+    others): the padding becomes 0 first. Exact: |0|^p adds nothing to the
+    sum of a p > 0 norm, a max of absolute values (inf) is >= 0 already, and
+    ord 0 counts nonzeros, which 0 is not. (Negative ords take a min or sum
+    |x|^p with 0^p = inf: 0 would change them.)"""
+    x = _fill_padding(ctx, args[0], node.args[0], 0, _norm_dims(node, args[0].dim()))
+    return node.target(x, *args[1:], **kwargs)
+
+
+def _given(node) -> dict:
+    """The node's arguments by schema name."""
+    names = [a.name for a in node.target._schema.arguments]
+    return dict(zip(names, node.args), **node.kwargs)
+
+
+def _norm_dims(node, ndim) -> set:
+    """The dims linalg_vector_norm reduces (dim=None: all)."""
+    dim = _given(node).get("dim")
+    if dim is None or (isinstance(dim, (list, tuple)) and len(dim) == 0):
+        return set(range(ndim))
+    if isinstance(dim, int):
+        dim = [dim]
+    return {_norm_dim(d, max(ndim, 1)) for d in dim}
+
+
+def _flip_rule(ctx, node, args, kwargs):
+    """flip along padded dims: reversed as they are, the padding would come
+    first. Along a padded dim of real size n, entry i reads n - 1 - i (a
+    gather; past n the index clamps to 0, padding reading a real entry), so
+    the real entries come out reversed at the front. Static dims flip as
+    usual."""
+    x, dims = args[0], [_norm_dim(d, args[0].dim()) for d in args[1]]
+    padded = dyn_dims(_meta(node.args[0]))
+    static = [d for d in dims if d not in padded]
+    if static:
+        x = torch.flip(x, static)
+    for d in dims:
+        if d in padded:
+            last = ctx.real_value(padded[d]) - 1
+            x = x.index_select(d, ctx.positions(x.shape[d], last, -1, x.shape[d] - 1, x.device))
+    return x
+
+
+def _symbolic_fill_rule(ctx, node, args, kwargs):
+    """full / full_like / new_full whose fill value is a symbolic int (a
+    length used as a value): filled with its real value, a 0-dim tensor
+    (data, not a program constant), as fill.Tensor. Every entry, real or
+    padding, gets the value torch gives: exact."""
+    names = [a.name for a in node.target._schema.arguments]
+    args = list(args)
+    i = names.index("fill_value")
+    meta = node.args[i] if i < len(node.args) else node.kwargs["fill_value"]
+    value = ctx.real_tensor(sym_expr(_meta(meta)))
+    if i < len(args):
+        args[i] = 0
+    else:
+        kwargs = dict(kwargs, fill_value=0)
+    out = node.target(*args, **kwargs)
+    return aten.fill.Tensor(out, value)
+
+
 def _view_groups(node):
     """Raises Unsupported unless the view keeps the padding of every padded
     dim at its end. The shapes are cut into groups of dims whose sizes have
@@ -670,6 +743,37 @@ def _check_prefix_group(node, sizes, ins, outs) -> None:
                           "real entries")
 
 
+def _check_expand(node) -> None:
+    """expand: each padded dim of the result is the same padded dim of the
+    input (kept whole) or a size-1 (or new leading) dim broadcast to the
+    padded size, which fills real entries and padding alike with the one
+    value torch repeats: exact. Refuses anything else."""
+    ins = dyn_dims(_meta(node.args[0]))
+    x, out = _meta(node.args[0]), _meta(node)
+    lead = out.dim() - x.dim()
+    for d, e in dyn_dims(out).items():
+        i = d - lead
+        if i >= 0 and ins.get(i) != e and x.shape[i] != 1:
+            raise Unsupported(f"{node.target} merges or splits a padded dim ({list(x.shape)} -> {list(out.shape)})")
+
+
+def _check_unfold(node) -> Callable:
+    """unfold(dim, size, step): along a padded dim the windows are taken
+    from its start, so the first (n - size) // step + 1 (the real ones)
+    read real entries only and the rest are padding: it runs as it is, and
+    the window count's padded value is what unfold gives at the padded
+    length. Along a static dim the padded dims are kept. A symbolic window
+    size or step is refused."""
+    x = _meta(node.args[0])
+    if _sym_args(node):
+        raise Unsupported(f"{node.target} with a symbolic window")
+    if _norm_dim(node.args[1], max(x.dim(), 1)) in dyn_dims(x):
+        return run_plain
+    if not _preserves_padded_dims(node):
+        raise Unsupported(f"{node.target} merges or splits a padded dim")
+    return run_plain
+
+
 # ---- choosing a rule ------------------------------------------------------------
 
 _PASSIVE = {
@@ -679,7 +783,7 @@ _PASSIVE = {
     aten._to_copy.default, aten.alias.default, aten.detach.default, aten.lift_fresh_copy.default,
     aten.embedding.default, aten.index_select.default, aten.contiguous.default,
     aten.split.Tensor, aten.split_with_sizes.default, aten.unbind.int, aten.tril.default, aten.triu.default,
-    aten.native_layer_norm.default,
+    aten.native_layer_norm.default, aten.view_as_real.default, aten.view_as_complex.default,
 }
 
 # Factories: their padded sizes are simply the padded shape.
@@ -689,6 +793,8 @@ _FACTORIES = {
     aten.new_empty.default, aten.new_full.default, aten.empty_strided.default,
     aten.empty_permuted.default, aten.empty_like.default, aten.zeros_like.default, aten.ones_like.default,
     aten.full_like.default,
+    # eye(n[, m]) at padded sizes holds eye(n[, m]) in its top-left block
+    aten.eye.default, aten.eye.m,
 }
 
 # Views that may merge or split dims (_view_groups says which are exact).
@@ -700,7 +806,10 @@ _SCATTERS = {aten.scatter.value, aten.scatter.src, aten.scatter_add.default, ate
 _INDEX_PUTS = {aten.index_put.default, aten._unsafe_index_put.default}
 
 # Elementwise ops without the pointwise tag.
-_POINTWISE = {aten.floor_divide.default, aten.floor_divide.Scalar}
+# polar(abs, angle) and log_sigmoid_forward (its output and buffer) read
+# one entry of each operand per result entry.
+_POINTWISE = {aten.floor_divide.default, aten.floor_divide.Scalar, aten.polar.default,
+              aten.log_sigmoid_forward.default}
 
 _MASKED_REDUCTIONS = {
     aten.sum.dim_IntList: lambda x: 0, aten.sum.default: lambda x: 0,
@@ -727,8 +836,10 @@ _SYM_OPS = {
     torch.sym_max, torch.sym_min, torch.sym_float, torch.sym_int, torch.sym_sum,
 }
 
-_ASSERTS = {"_assert_scalar", "sym_constrain_range", "sym_constrain_range_for_size", "_assert_async",
+_ASSERTS = {"_assert_scalar", "sym_constrain_range", "sym_constrain_range_for_size",
             "_assert_tensor_metadata"}
+
+_FILLS = {aten.full.default, aten.full_like.default, aten.new_full.default}
 
 
 def _preserves_padded_dims(node) -> bool:
@@ -794,6 +905,13 @@ def plan(node: torch.fx.Node) -> Callable:
     name = getattr(t, "__name__", "")
     if isinstance(t, torch._ops.OpOverload) and t._schema.name.split("::")[-1] in _ASSERTS:
         return lambda ctx, node, args, kwargs: None  # Dynamo's guards already checked them
+    if isinstance(t, torch._ops.OpOverload) and t._schema.name == "aten::_assert_async":
+        # torch._assert_async(cond): a check on the device (lowering/
+        # index_check.cpp). A one-element cond with a padded dim has a
+        # padded numel above 1: skipped, as every assert was before.
+        if dyn_dims(_meta(node.args[0])):
+            return lambda ctx, node, args, kwargs: None
+        return run_plain
     if t is aten.sym_size.int:
         return lambda ctx, node, args, kwargs: args[0].shape[args[1]]
     if t is aten.sym_numel.default:
@@ -819,8 +937,14 @@ def plan(node: torch.fx.Node) -> Callable:
         if dim in padded_in or _sym_args(node):
             return _select_rule
         return run_plain
-    if t is aten.arange.start and sym_expr(_meta(node.args[0])) is not None:
+    if t in (aten.arange.start, aten.arange.start_step) and sym_expr(_meta(node.args[0])) is not None:
+        if len(node.args) > 2 and sym_expr(_meta(node.args[2])) is not None:
+            raise Unsupported(f"{t} with a symbolic step")
         return _arange_start_rule
+    if t in _FILLS:
+        fill = _given(node).get("fill_value")
+        if sym_expr(_meta(fill)) is not None:
+            return _symbolic_fill_rule
     if not (torch.Tag.pointwise in t.tags or t in _POINTWISE):
         _check_sym_args_are_sizes(node)
     if t is aten.mean.dim or t is aten.mean.default:
@@ -832,6 +956,13 @@ def plan(node: torch.fx.Node) -> Callable:
                 raise Unsupported(f"{t} over all dims of a padded tensor (a flat index)")
             return _masked(_MASKED_REDUCTIONS[t])
         return run_plain
+    if t is aten.linalg_vector_norm.default:
+        if not set(padded_in) & _norm_dims(node, x.dim()):
+            return run_plain
+        order = _given(node).get("ord", 2)
+        if not isinstance(order, (int, float)) or order < 0:
+            raise Unsupported(f"{t} with ord {order} over a padded dim (0 is not its identity)")
+        return _vector_norm_rule
     if t in _CONTRACTIONS:
         return _CONTRACTIONS[t]
     if t is aten.native_layer_norm.default:
@@ -896,8 +1027,9 @@ def plan(node: torch.fx.Node) -> Callable:
             raise Unsupported(f"{t} with bias or out_dtype on padded sizes")
         return _grouped_mm_rule
     if t is aten.constant_pad_nd.default:
-        if any(sym_expr(_meta(p)) is not None for p in node.args[1]):
-            raise Unsupported(f"{t} with a symbolic pad")
+        pad = node.args[1]
+        if any(sym_expr(_meta(p)) is not None for p in pad[0::2]):
+            raise Unsupported(f"{t} with a symbolic left pad (it shifts the real entries by their real size)")
         return _constant_pad_rule
     if t is aten.convolution.default:
         if any(dyn_dims(_meta(n)) for n in node.args[1:3]):
@@ -921,6 +1053,13 @@ def plan(node: torch.fx.Node) -> Callable:
         return _scalar_operands(node) if _sym_args(node) else run_plain
     if t in _FACTORIES:
         return run_plain
+    if t is aten.expand.default:
+        _check_expand(node)
+        return run_plain
+    if t is aten.flip.default:
+        return _flip_rule if set(padded_in) & {_norm_dim(d, x.dim()) for d in node.args[1]} else run_plain
+    if t is aten.unfold.default:
+        return _check_unfold(node)
     if t in _VIEWS:
         _view_groups(node)
         return _view_rule if t is not aten.reshape.default else run_plain

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "hlo/ops.h"
+#include "lowering/registry.h"
 
 namespace torch_tpu::lowering {
 
@@ -36,6 +37,15 @@ Value make_flag(Value bad, Value idx) {
   Value worst = hlo::reduce(hlo::select(bad1, idx1, min64), {0}, hlo::ReduceKind::kMax);
   return hlo::concatenate({hlo::reshape(any, {1}), hlo::reshape(worst, {1})}, 0);
 }
+
+// A torch._assert_async's check (below) carries its message in `op` and this
+// dim, which no index check has (their dims are >= 0), so that DeviceCheck
+// (lowering/context.h, included by every lowering) keeps its fields.
+constexpr int64_t kAssertDim = -1;
+
+constexpr const char* deferred_note =
+    "\n[torch_tpu reports errors found on the device at the next synchronisation (.item(), .cpu(), "
+    "printing, torch.tpu.synchronize()), so the failing op ran earlier; TPU_LAUNCH_BLOCKING=1 raises at the op]";
 
 }  // namespace
 
@@ -91,6 +101,11 @@ void check_nonzero(LowerCtx& ctx, Value d) {
 
 std::string check_message(const DeviceCheck& c, int64_t value, bool deferred) {
   std::ostringstream os;
+  if (c.dim == kAssertDim) {
+    os << c.op;  // CPU's message: the assert's own, nothing added
+    if (deferred) os << deferred_note;
+    return os.str();
+  }
   os << c.op << "(): ";
   switch (c.kind) {
     case CheckKind::kIndexInSelf:
@@ -113,10 +128,39 @@ std::string check_message(const DeviceCheck& c, int64_t value, bool deferred) {
       os << "an index of input takes value " << value << " which is not in the valid range [0, " << c.size << ")";
       break;
   }
-  if (deferred)
-    os << "\n[torch_tpu reports errors found on the device at the next synchronisation (.item(), .cpu(), "
-          "printing, torch.tpu.synchronize()), so the failing op ran earlier; TPU_LAUNCH_BLOCKING=1 raises at the op]";
+  if (deferred) os << deferred_note;
   return os.str();
 }
+
+// torch._assert_async(cond[, msg]) and the functionalised
+// _functional_assert_async.msg(cond, msg, dep_token) -> dep_token, which
+// Dynamo emits for `assert` on tensor data and torch._check on a tensor:
+// a check on the device like the index checks, raised (RuntimeError, with
+// CPU's message) at the next synchronisation instead of a host read of
+// `cond` at the op. `cond` must hold one element (CPU's is_nonzero
+// checks it on the host too: sizes are known when lowering).
+TPU_LOWERING(_assert_async) {
+  Value cond = ctx.tensor("self");
+  int64_t n = cond.type().numel();
+  TORCH_CHECK(n != 0, "Boolean value of Tensor with no values is ambiguous");
+  TORCH_CHECK(n == 1, "Boolean value of Tensor with more than one value is ambiguous");
+  Value zero = hlo::full_like(cond, 0);
+  Value bad = hlo::compare(cond, zero, "EQ");
+  DeviceCheck c;
+  c.flag = make_flag(bad, hlo::full(cond.builder(), ElementType::kI64, cond.dims(), 0));
+  c.kind = CheckKind::kIndexBounds;  // unused: kAssertDim selects the message
+  c.dim = kAssertDim;
+  std::string msg = ctx.has("assert_msg") && !ctx.is_none("assert_msg") ? ctx.str_arg("assert_msg") : "";
+  if (!ctx.has("assert_msg"))
+    msg = "Expected Tensor with single nonzero value, but got zero";
+  else if (msg.empty())
+    msg = "Assertion is failed";
+  c.op = msg;
+  c.index_error = false;
+  ctx.add_check(std::move(c));
+  if (ctx.has("dep_token")) return {ctx.tensor("dep_token")};
+  return {};
+}
+TPU_LOWERING_ALIAS(_functional_assert_async, _assert_async);
 
 }  // namespace torch_tpu::lowering
