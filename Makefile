@@ -6,7 +6,10 @@ PY        := $(VENV)/bin/python
 DEPS      := $(VENV)/.deps-stamp
 EXT       := build/.ext-stamp
 CSRC      := $(shell find csrc -name '*.cpp' -o -name '*.h')
-CCACHE    := $(wildcard /usr/lib/ccache/g++)
+# Expanded when the recipe runs: the deps rule may have just installed ccache
+# (a value fixed at parse time would change the compile command between the
+# first and the next build, and ninja would recompile everything once).
+CCACHE    = $(wildcard /usr/lib/ccache/g++)
 
 .PHONY: demo test build bench opinfo zoo clean
 
