@@ -171,7 +171,11 @@ def _highest(x):
 
 
 def _reduced_dims(node, ndim) -> set:
-    dim = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim")
+    return _dim_set(node.args[1] if len(node.args) > 1 else node.kwargs.get("dim"), ndim)
+
+
+def _dim_set(dim, ndim) -> set:
+    """A reduction's `dim` argument as a set of dims (None or empty: all)."""
     if dim is None or (isinstance(dim, (list, tuple)) and len(dim) == 0):
         return set(range(ndim))
     if isinstance(dim, int):
@@ -631,12 +635,7 @@ def _given(node) -> dict:
 
 def _norm_dims(node, ndim) -> set:
     """The dims linalg_vector_norm reduces (dim=None: all)."""
-    dim = _given(node).get("dim")
-    if dim is None or (isinstance(dim, (list, tuple)) and len(dim) == 0):
-        return set(range(ndim))
-    if isinstance(dim, int):
-        dim = [dim]
-    return {_norm_dim(d, max(ndim, 1)) for d in dim}
+    return _dim_set(_given(node).get("dim"), ndim)
 
 
 def _flip_rule(ctx, node, args, kwargs):
