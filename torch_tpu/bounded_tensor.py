@@ -186,14 +186,7 @@ def _dispatch(func, args, kwargs):
     if host and (host != "_to_copy" or _leaves_device(kwargs)):
         return _fallback(func, args, kwargs, None)
     try:
-        flat, spec = _flatten(args, kwargs)
-        key, sizes = _plan_key(func, flat, spec)
-        plan = _plans.get(key)
-        if plan is None:
-            plan = _plan(key, func, flat, spec)
-        elif type(plan) is str:
-            raise Unsupported(plan)
-        out = plan.run(flat, spec, sizes)
+        out = _run_planned(func, args, kwargs)
     except Unsupported as e:
         out = _fallback(func, args, kwargs, str(e))
         if args and type(args[0]) is BoundedTensor and any(r.alias_info is not None for r in func._schema.returns) \
@@ -272,18 +265,24 @@ _SDPA = torch._C._nn.scaled_dot_product_attention
 _aten = torch.ops.aten
 
 
+def _run_planned(func, args, kwargs):
+    """`func` run padded by its plan for these arguments' layout (made on
+    first sight); raises Unsupported when it has no padded rule for them."""
+    flat, spec = _flatten(args, kwargs)
+    key, sizes = _plan_key(func, flat, spec)
+    plan = _plans.get(key)
+    if plan is None:
+        plan = _plan(key, func, flat, spec)
+    elif type(plan) is str:
+        raise Unsupported(plan)
+    return plan.run(flat, spec, sizes)
+
+
 def _run_whole(func, args, kwargs):
     """`func` (a composite op) planned and run padded as one op, or
     NotImplemented when it cannot be (its decomposition then runs)."""
     try:
-        flat, spec = _flatten(args, kwargs)
-        key, sizes = _plan_key(func, flat, spec)
-        plan = _plans.get(key)
-        if plan is None:
-            plan = _plan(key, func, flat, spec)
-        elif type(plan) is str:
-            return NotImplemented
-        return plan.run(flat, spec, sizes)
+        return _run_planned(func, args, kwargs)
     except Unsupported:
         return NotImplemented
 
