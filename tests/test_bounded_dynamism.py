@@ -735,3 +735,15 @@ def test_copy_into_a_padded_input():
             assert_close(tstate.cpu(), state, **TOL)
             assert_close(big[n:].cpu(), rest)  # nothing written past the real entries
     assert bounded_compiles() - before == 1
+
+
+def test_histc_with_the_data_range_over_a_padded_dim():
+    """histc(min=max=0) bins by the data's own range (HunYuan's MoE router):
+    the padding must neither widen that range nor be counted."""
+    def fn(x, ids):
+        return torch.histc(x, bins=5), torch.histc(ids.float(), bins=4, min=0, max=0)
+
+    torch.manual_seed(0)
+    make = lambda n: [torch.randn(2, n) * 3 + 1, torch.randint(0, 6, (n,))]  # noqa: E731
+    with no_exact_size_warning():
+        assert run_sizes(fn, [5, 6, 7, 9], make, {0: 1, 1: 0}) == 2

@@ -594,18 +594,35 @@ def _scatter_rule(ctx, node, args, kwargs):
 
 def _histc_rule(ctx, node, args, kwargs):
     """histc over padded dims (it flattens all): the padding becomes a value
-    outside [min, max], which histc does not count (NaN for floats)."""
-    x = _fill_padding(ctx, args[0], node.args[0], _histc_fill(node))
-    return node.target(x, *args[1:], **kwargs)
+    outside [min, max], which histc does not count (NaN for floats). With
+    the data's range (min == max: HunYuan's MoE router) no value is
+    outside it, so the padding becomes the first entry (a real one, so the
+    range is the real entries'); each padding entry then counts once in
+    that entry's bin, which a second histc with one more copy of it
+    appended finds (the same bins: the same range, the same lowering)."""
+    fill = _histc_fill(node)
+    x = args[0]
+    if fill is not None:
+        return node.target(_fill_padding(ctx, x, node.args[0], fill), *args[1:], **kwargs)
+    first = x.reshape(-1)[:1]
+    x = _fill_padding(ctx, x, node.args[0], first.reshape([1] * x.dim()))
+    counts = node.target(x, *args[1:], **kwargs)
+    its_bin = node.target(torch.cat([x.reshape(-1), first]), *args[1:], **kwargs) - counts
+    import sympy
+
+    dyn = dyn_dims(_meta(node.args[0]))
+    real = ctx.real_value(sympy.Mul(*[dyn.get(d, n) for d, n in enumerate(x.shape)]))
+    return counts - its_bin * (x.numel() - real)
 
 
 def _histc_fill(node):
+    """The value the padding takes so that histc leaves it out, or None
+    when histc takes its range from the data (min == max)."""
     a, kw = node.args, node.kwargs
     lo = a[2] if len(a) > 2 else kw.get("min", 0)
     hi = a[3] if len(a) > 3 else kw.get("max", 0)
     if lo == hi:
-        raise Unsupported(f"{node.target} over a padded dim with the data's range (min == max): "
-                          "the padding would move the bins")
+        return None
     dtype = _meta(node.args[0]).dtype
     if dtype.is_floating_point:
         return float("nan")
