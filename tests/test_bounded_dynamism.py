@@ -765,3 +765,21 @@ def test_histc_with_the_data_range_over_a_padded_dim():
     make = lambda n: [torch.randn(2, n) * 3 + 1, torch.randint(0, 6, (n,))]  # noqa: E731
     with no_exact_size_warning():
         assert run_sizes(fn, [5, 6, 7, 9], make, {0: 1, 1: 0}) == 2
+
+
+def test_compiled_graph_growing_a_cat_returns_plain_tensors():
+    """A compiled decode step at static sizes (dynamic=False) whose cat
+    grows the previous call's result: its ops run in Fused Eager, and the
+    automatic buckets made the result a BoundedTensor, which the next
+    Dynamo frame traced into and crashed on (InternalTorchDynamoError,
+    CpmAntForCausalLM). A graph's results are plain tensors."""
+    torch._dynamo.reset()
+    step = torch.compile(lambda c, x: (torch.cat([c, x], 1), x * 2), backend="tpu", dynamic=False)
+    c, want = torch.zeros(1, 2, device="tpu"), torch.zeros(1, 2)
+    with torch.no_grad():
+        for i in range(4):
+            x = torch.full((1, 1), float(i))
+            c, _ = step(c, x.to("tpu"))
+            want = torch.cat([want, x], 1)
+            assert type(c) is torch.Tensor
+    assert_close(c.cpu(), want)

@@ -18,7 +18,11 @@ The detection is the tpu kernel of `aten::cat` (csrc/aten/cat_growth.cpp):
 every cat runs the lowered op and notes its result; only a cat that grows a
 noted result in a later trace calls `_bound` here. Outside Fused Eager,
 with autograd on, during a graph capture, or with bucketing off
-(TPU_FUSE_BUCKET=0 or set_enabled(False)) it is the plain op. A result
+(TPU_FUSE_BUCKET=0 or set_enabled(False)) it is the plain op; so is it
+while a torch.compile graph's ops run (`in_graph`), which they do in Fused
+Eager: a graph's results are plain tensors, as the graph's own trace
+promised (a BoundedTensor returned by one reached Dynamo's next frame,
+which traced into its Python dispatch and failed). A result
 that becomes bounded is a wrapper subclass: its values, shape and every op
 are a tensor's, but it has no storage of its own (`data_ptr()` is 0,
 `untyped_storage()` is not the padded buffer).
@@ -27,7 +31,9 @@ are a tensor's, but it has no storage of its own (`data_ptr()` is 0,
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
+import threading
 
 import torch
 
@@ -35,6 +41,7 @@ from . import _C
 
 _enabled = os.environ.get("TPU_FUSE_BUCKET", "1") != "0"  # on unless TPU_FUSE_BUCKET=0
 _stats = {"bucketed": 0}
+_graph = threading.local()  # depth of compiled-graph runs on this thread (in_graph)
 
 
 def install() -> None:
@@ -56,9 +63,21 @@ def stats() -> dict:
     return dict(_stats)
 
 
+@contextlib.contextmanager
+def in_graph():
+    """No automatic buckets inside: a compiled graph's ops are running."""
+    _graph.depth = getattr(_graph, "depth", 0) + 1
+    try:
+        yield
+    finally:
+        _graph.depth -= 1
+
+
 def _bound(out: torch.Tensor, d: int) -> torch.Tensor:
     """`out`, a cat's result grown along dim `d` from the last step, padded
     to the bucket of its size (called by the cat kernel)."""
+    if getattr(_graph, "depth", 0):
+        return out
     from .bounded_graph import bucket, pad_to
     from .bounded_tensor import BoundedTensor
 

@@ -32,7 +32,7 @@ from typing import Any, Callable
 import sympy
 import torch
 
-from . import _C
+from . import _C, auto_bucket
 from .compile_errors import annotate_node_error
 from .graph_replay import ReplayCache
 from .bounded_rules import Unsupported, dyn_dims, growth, plan, sym_expr
@@ -313,12 +313,13 @@ class BoundedGraph:
         # The bucket's trace repeats on each call: never cut it (modes.h)
         split_was = _C._set_fuse_split_paused(True)
         try:
-            for n, rule in self.steps:
-                args_n, kwargs_n = torch.fx.node.map_arg((n.args, n.kwargs), lambda m: env[m])
-                try:
-                    env[n] = rule(call, n, args_n, kwargs_n)
-                except Exception as exc:  # name the op and the user's line
-                    raise annotate_node_error(n, exc) from None
+            with auto_bucket.in_graph():  # a graph's cats are its own rules'
+                for n, rule in self.steps:
+                    args_n, kwargs_n = torch.fx.node.map_arg((n.args, n.kwargs), lambda m: env[m])
+                    try:
+                        env[n] = rule(call, n, args_n, kwargs_n)
+                    except Exception as exc:  # name the op and the user's line
+                        raise annotate_node_error(n, exc) from None
             outs = torch.fx.node.map_arg(self.output.args[0], lambda m: env[m])
             if self.mutations:
                 outs = (outs, [env[n] for _, n in self.mutations])

@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 import torch
 
-from . import _C, _import_hooks, compile_errors, compile_log
+from . import _C, _import_hooks, auto_bucket, compile_errors, compile_log
 from .graph_replay import ReplayCache, replay_stats
 
 __all__ = ["compile_stats", "decompositions", "tpu_backend"]
@@ -65,7 +65,8 @@ def _fused_graph_compiler(gm: torch.fx.GraphModule, example_inputs: list, quick_
         prev = _C._get_eager_mode()
         _C._set_eager_mode(_FUSED)
         try:
-            return forward(args)
+            with auto_bucket.in_graph():
+                return forward(args)
         except Exception as exc:
             raise compile_errors.annotate_graph_error(gm, exc)  # names the op and the user's line
         finally:
