@@ -783,3 +783,20 @@ def test_compiled_graph_growing_a_cat_returns_plain_tensors():
             want = torch.cat([want, x], 1)
             assert type(c) is torch.Tensor
     assert_close(c.cpu(), want)
+
+
+def test_repeat_of_static_and_size_one_dims_runs_padded():
+    """repeat tiling static dims, and size-1 dims repeated a symbolic number
+    of times (a causal mask: `arange(n)[None, None].repeat(b, n, 1)`), runs
+    padded; tiling the padded dim itself is refused."""
+    def fn(x):
+        n = x.shape[1]
+        alen = torch.arange(n, device=x.device)
+        mask = alen[None, None, :].repeat(2, n, 1) <= alen[None, :, None]
+        return x.repeat(3, 1), x[:, None, :].repeat(1, 2, 1), (mask * x.sum()).sum(-1)
+
+    torch.manual_seed(0)
+    with no_exact_size_warning():
+        assert run_sizes(fn, [5, 6, 7], lambda n: [torch.randn(2, n)], {0: 1}) == 1
+    with pytest.warns(UserWarning, match="tiles the padded dim"):
+        run_sizes(lambda x: x.repeat(1, 2) * 2, [5, 6], lambda n: [torch.randn(2, n)], {0: 1})

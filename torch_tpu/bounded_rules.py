@@ -776,6 +776,27 @@ def _check_expand(node) -> None:
             raise Unsupported(f"{node.target} merges or splits a padded dim ({list(x.shape)} -> {list(out.shape)})")
 
 
+def _check_repeat(node) -> None:
+    """repeat: tiling a static dim copies whole slices, so the padding of
+    the padded dims inside them stays at the end of each (a prefix, as a
+    padded dim holds); a size-1 (or new leading) dim repeated a symbolic
+    number of times is a broadcast to the padded size, as for expand (the
+    causal masks' `arange(n)[None, None].repeat(b, n, 1)`). Tiling a padded
+    dim (real and padding would alternate) or a wider dim a symbolic number
+    of times (a merge of that dim with a padded count) is refused."""
+    x = _meta(node.args[0])
+    padded = dyn_dims(x)
+    reps = node.args[1]
+    lead = len(reps) - x.dim()
+    for i, r in enumerate(reps):
+        d = i - lead
+        symbolic = sym_expr(_meta(r)) is not None
+        if d in padded and (symbolic or r != 1):
+            raise Unsupported(f"{node.target} tiles the padded dim {d}")
+        if symbolic and d >= 0 and x.shape[d] != 1:
+            raise Unsupported(f"{node.target}: a symbolic count for dim {d} of size {x.shape[d]}")
+
+
 def _check_unfold(node) -> Callable:
     """unfold(dim, size, step): along a padded dim the windows are taken
     from its start, so the first (n - size) // step + 1 (the real ones)
@@ -1074,6 +1095,9 @@ def plan(node: torch.fx.Node) -> Callable:
         return run_plain
     if t is aten.expand.default:
         _check_expand(node)
+        return run_plain
+    if t is aten.repeat.default:
+        _check_repeat(node)
         return run_plain
     if t is aten.flip.default:
         return _flip_rule if set(padded_in) & {_norm_dim(d, x.dim()) for d in node.args[1]} else run_plain
