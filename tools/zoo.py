@@ -223,7 +223,10 @@ NOTES = [
     "graph on data-dependent `nonzero` (Xmod's language adapter `hidden[lang_mask]`, Dbrx's "
     "`expert_hit` loop), and Dbrx's expert MLP graph compiles once per expert because the "
     "program key holds a view's storage offset (each expert's weight is a view at another "
-    "offset). (c) total: 144 -> 160 of 172.",
+    "offset). (c) total: 144 -> 160 of 172. Then (17:59-18:08, nice 19 beside the test suite, "
+    "load ~3) CpmAntForCausalLM and ProphetNetForCausalLM re-run with both crash fixes and the "
+    "`repeat` rule: no crash, both past the 400 s timeout (ProphetNet's remaining refusal: "
+    "`repeat` tiling the padded dim; CpmAnt named none before the timeout).",
     "Models that draw random numbers inside forward: every forward (CPU and tpu) now starts from "
     "`torch.manual_seed(0)`. ViLT samples its patches with `torch.multinomial` on CPU tensors, so "
     "both sides draw the same; ViTMAE and VITS draw on the model's device, and the tpu generator's "
