@@ -244,7 +244,6 @@ def test_unsupported_graph_runs_at_exact_sizes():
         run_sizes(fn, [5, 6], lambda n: [torch.randn(3, n)], {0: 1})
 
 
-
 def test_view_with_a_size_that_divides_by_a_symbolic_int_runs_exact():
     """DeepseekV4's compressor views (1, n, d) as chunks whose count divides
     by an int argument (symbolic under dynamic=True); the probe values the
@@ -261,6 +260,7 @@ def test_view_with_a_size_that_divides_by_a_symbolic_int_runs_exact():
         for n in (8, 12):
             x = torch.randn(1, n, 4)
             assert_close(compiled(x.to("tpu"), 2).cpu(), fn(x, 2), **TOL)
+
 
 def test_topk_and_sort_along_the_padded_dim():
     """Along the padded dim the padding (zeros here, from pad_to) must never

@@ -608,10 +608,7 @@ def _histc_rule(ctx, node, args, kwargs):
     x = _fill_padding(ctx, x, node.args[0], first.reshape([1] * x.dim()))
     counts = node.target(x, *args[1:], **kwargs)
     its_bin = node.target(torch.cat([x.reshape(-1), first]), *args[1:], **kwargs) - counts
-    import sympy
-
-    dyn = dyn_dims(_meta(node.args[0]))
-    real = ctx.real_value(sympy.Mul(*[dyn.get(d, n) for d, n in enumerate(x.shape)]))
+    real = ctx.real_value(sym_expr(_meta(node.args[0]).numel()))
     return counts - its_bin * (x.numel() - real)
 
 
