@@ -76,3 +76,53 @@ def test_program_cache_is_bounded():
     programs, misses, growth = map(int, out.stdout.split()[-3:])
     assert programs <= 16 and misses >= 400
     assert growth < 400, f"memory maps grew by {growth} for 16 live programs"
+
+
+def test_views_at_new_offsets_do_not_recompile():
+    # An op that writes none of its arguments reads a view's nonzero storage
+    # offset at run time: a loop over x[i] runs one program, not one per i
+    # (each compile was a new program, a recompile per index).
+    base = torch.arange(96.0).reshape(8, 12)
+    x = base.to("tpu")
+    torch.tpu.synchronize()  # Fused Eager: no earlier test's ops join the first trace below
+    views = {
+        "row": lambda t, i: t[i],
+        "column": lambda t, i: t[:, i],
+        "element": lambda t, i: t[i, i],
+        "strided block": lambda t, i: t.t()[i:i + 3, 1:6:2],
+        "overlapping (gather)": lambda t, i: t.as_strided((3, 3), (2, 3), i),
+    }
+    for name, view in views.items():
+        (view(x, 1) * 2).cpu()  # the first nonzero offset compiles
+        before = torch_tpu._C._compile_count()
+        for i in range(2, 6):
+            got = (view(x, i) * 2).cpu()
+            assert torch.equal(got, view(base, i) * 2), (name, i)
+        assert torch_tpu._C._compile_count() == before, f"{name}: a new offset recompiled"
+    # Tensor lists too; offset 0 keeps its own program (a whole-storage read).
+    for i in range(0, 7):
+        got = torch.cat([x[i], x[i + 1], x[:, i]]).cpu()
+        assert torch.equal(got, torch.cat([base[i], base[i + 1], base[:, i]])), i
+    # An op that writes keeps offsets in its programs (its write-back reads
+    # them) and still writes the right elements.
+    out = torch.zeros(8, 12, device="tpu")
+    tripled = torch.zeros(8, 12, device="tpu")
+    for i in range(8):
+        out[i].copy_(x[7 - i])
+        torch.mul(x[i], 3, out=tripled[i])
+    assert torch.equal(out.cpu(), base.flip(0))
+    assert torch.equal(tripled.cpu(), base * 3)
+
+
+def test_equal_scalar_values_do_not_recompile():
+    # Uploaded scalars share one buffer per value; in Fused Eager a trace's
+    # wiring must not depend on which of its scalars happen to be equal
+    # (the second line reused the first program's shape only when 2 != 3).
+    x = torch.arange(12.0).to("tpu")
+    torch.tpu.synchronize()
+    (x * 2 + 3).cpu()
+    before = torch_tpu._C._compile_count()
+    for a, b in [(2, 2), (5, 7), (4, 4)]:
+        got = (x * a + b).cpu()  # outside the assert: pytest's rewrite would keep x * a alive
+        assert torch.equal(got, torch.arange(12.0) * a + b), (a, b)
+    assert torch_tpu._C._compile_count() == before

@@ -116,7 +116,10 @@ const OpInfo& op_info(const c10::FunctionSchema& schema) {
   return (*infos)[&schema] = std::move(info);
 }
 
-void append_tensor(std::string& k, const at::Tensor& t, SeenStorages& storages) {
+// `written`: the op's written storages, or null where `t` is itself written
+// (lowering::offset_is_operand).
+void append_tensor(std::string& k, const at::Tensor& t, const lowering::WrittenStorages* written,
+                   SeenStorages& storages) {
   if (t.device().is_cpu()) {
     k += 'c';
     append_int(k, static_cast<int>(t.scalar_type()));
@@ -124,7 +127,7 @@ void append_tensor(std::string& k, const at::Tensor& t, SeenStorages& storages) 
     return;
   }
   k += 'T';
-  append_tensor_layout(k, t, storages);
+  append_tensor_layout(k, t, storages, written && lowering::offset_is_operand(t, false, *written));
 }
 
 // Ops whose output shape follows from Scalar arguments: their Scalars are
@@ -150,11 +153,12 @@ bool is_runtime_operand(const c10::Argument& a, bool runtime_floats) {
 }
 
 // `operand`: a Scalar value of this argument is a runtime operand
-// (OpInfo::operand).
-void append_value(std::string& k, const c10::IValue& v, const c10::Argument& a, bool operand, SeenStorages& storages) {
+// (OpInfo::operand); `written` as for append_tensor.
+void append_value(std::string& k, const c10::IValue& v, const c10::Argument& a, bool operand,
+                  const lowering::WrittenStorages* written, SeenStorages& storages) {
   if (v.isTensor()) {
     if (v.toTensor().defined())
-      append_tensor(k, v.toTensor(), storages);
+      append_tensor(k, v.toTensor(), written, storages);
     else
       k += 'N';
   } else if (v.isNone()) {
@@ -163,7 +167,7 @@ void append_value(std::string& k, const c10::IValue& v, const c10::Argument& a, 
     auto list = v.toListRef();
     k += 'L';
     append_int(k, static_cast<int64_t>(list.size()));
-    for (const auto& e : list) append_value(k, e, a, operand, storages);
+    for (const auto& e : list) append_value(k, e, a, operand, written, storages);
   } else if (v.isScalar() && operand) {
     // A Scalar (or Scalar?) argument is a runtime operand: only its kind
     // shapes the program, and whether it is the schema's default (then a
@@ -646,6 +650,13 @@ void run_program(const Program& prog, std::vector<c10::IValue>& args, torch::jit
       case ParamSource::kRngKey:
         inputs.push_back(rng_key_buffer(args, p.arg, prog.device));
         break;
+      case ParamSource::kOffset:
+        inputs.push_back(upload_scalar(c10::Scalar(tensor_at(args, p.arg, p.item).storage_offset()), at::kLong,
+                                       prog.device));
+        // A replay's signature holds its inputs' offsets, and views made
+        // inside the graph get theirs from its constants: fixed per replay.
+        if (capture::active()) capture::note_constant(inputs.back());
+        break;
     }
   }
   // The new outputs must fit in device memory before anything runs: an op
@@ -814,7 +825,11 @@ void run_lowered_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   key += static_cast<char>('0' + static_cast<int>(lowering::matmul_precision()));
   key += '#';
   SeenStorages storages;
-  for (size_t i = 0; i < n; ++i) append_value(key, args[i], schema.arguments()[i], info.operand[i], storages);
+  lowering::WrittenStorages written = lowering::written_storages(schema, args);
+  for (size_t i = 0; i < n; ++i) {
+    const auto& a = schema.arguments()[i];
+    append_value(key, args[i], a, info.operand[i], is_write(a) ? nullptr : &written, storages);
+  }
   std::vector<bool> donate = donatable_writes(info, args);
   if (!donate.empty()) {
     key += "|d";

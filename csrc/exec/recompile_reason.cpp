@@ -42,6 +42,8 @@ bool is_scalar_type(const c10::Argument& a) {
 struct Describer {
   CallFacts& out;
   std::vector<const void*> storages;
+  lowering::WrittenStorages written;  // the op's (lowering::offset_is_operand)
+  bool in_written_arg = false;
 
   void fact(const std::string& arg, const char* aspect, std::string value) {
     out.push_back(ArgFact{arg, aspect, std::move(value)});
@@ -58,7 +60,9 @@ struct Describer {
     fact(label, "dtype", dtype_name(t.scalar_type()));
     fact(label, "shape", join_ints(t.sizes()));
     fact(label, "strides", join_ints(t.strides()));
-    fact(label, "storage offset", std::to_string(t.storage_offset()));
+    // A runtime operand's value is not part of the program: only that it is nonzero.
+    fact(label, "storage offset",
+         lowering::offset_is_operand(t, in_written_arg, written) ? "nonzero" : std::to_string(t.storage_offset()));
     fact(label, "storage bytes", std::to_string(t.storage().nbytes()));
     auto& sb = device::storage_buffer(t.storage());
     fact(label, "storage buffer", sb.buffer ? dtype_name(sb.dtype) : "unwritten");
@@ -132,7 +136,7 @@ CallFacts describe_call(const c10::FunctionSchema& schema, const std::vector<c10
   CallFacts facts;
   facts.push_back(ArgFact{"", "device", "tpu:" + std::to_string(opts.device)});
   facts.push_back(ArgFact{"", "matmul precision", precision_name(opts.matmul_precision)});
-  Describer d{facts, {}};
+  Describer d{facts, {}, lowering::written_storages(schema, args)};
   const auto& sargs = schema.arguments();
   int input = 0;
   for (size_t i = 0; i < args.size() && i < sargs.size(); ++i) {
@@ -140,6 +144,7 @@ CallFacts describe_call(const c10::FunctionSchema& schema, const std::vector<c10
     bool tensorish = v.isTensor() || (v.isList() && !v.toListRef().empty() && v.toListRef()[0].isTensor());
     std::string label = tensorish ? "input " + std::to_string(input++) + " '" + sargs[i].name() + "'"
                                   : "arg '" + sargs[i].name() + "'";
+    d.in_written_arg = sargs[i].alias_info() && sargs[i].alias_info()->isWrite();
     d.value(label, v, sargs[i], opts);
   }
   return facts;

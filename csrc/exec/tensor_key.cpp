@@ -10,13 +10,13 @@ namespace torch_tpu::exec {
 // numbers as text was a third of the per-op key's cost.
 void append_int(std::string& k, int64_t v) { k.append(reinterpret_cast<const char*>(&v), sizeof(v)); }
 
-void append_tensor_layout(std::string& k, const at::Tensor& t, SeenStorages& storages) {
+void append_tensor_layout(std::string& k, const at::Tensor& t, SeenStorages& storages, bool offset_is_operand) {
   append_int(k, static_cast<int>(t.scalar_type()));
   for (auto s : t.sizes()) append_int(k, s);
   k += '/';
   for (auto s : t.strides()) append_int(k, s);
   k += '@';
-  append_int(k, t.storage_offset());
+  append_int(k, offset_is_operand ? -1 : t.storage_offset());
   append_int(k, static_cast<int64_t>(t.storage().nbytes()));
   int buffer_dtype = -1;
   if (t.is_privateuseone()) {

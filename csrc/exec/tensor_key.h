@@ -21,7 +21,10 @@ using SeenStorages = std::vector<const void*>;
 
 // dtype, sizes, strides, offset, storage bytes, the dtype a tpu storage's
 // buffer holds (-1: none yet, or not a tpu tensor), and the position of the
-// tensor's storage in `storages` (added if new).
-void append_tensor_layout(std::string& k, const at::Tensor& t, SeenStorages& storages);
+// tensor's storage in `storages` (added if new). `offset_is_operand`: the
+// program reads the offset at run time (lowering::offset_is_operand), so
+// only a mark that it is one goes in.
+void append_tensor_layout(std::string& k, const at::Tensor& t, SeenStorages& storages,
+                          bool offset_is_operand = false);
 
 }  // namespace torch_tpu::exec

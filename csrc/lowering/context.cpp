@@ -51,9 +51,26 @@ at::ScalarType scalar_type(ElementType e) {
   return at::kFloat;
 }
 
+WrittenStorages written_storages(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args) {
+  WrittenStorages out;
+  const auto& sargs = schema.arguments();
+  for (size_t i = 0; i < sargs.size() && i < args.size(); ++i) {
+    if (!sargs[i].alias_info() || !sargs[i].alias_info()->isWrite()) continue;
+    auto note = [&](const c10::IValue& v) {
+      if (v.isTensor() && v.toTensor().defined() && v.toTensor().has_storage())
+        out.push_back(v.toTensor().storage().unsafeGetStorageImpl());
+    };
+    if (args[i].isList())
+      for (const auto& e : args[i].toListRef()) note(e);
+    else
+      note(args[i]);
+  }
+  return out;
+}
+
 LowerCtx::LowerCtx(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args,
                    std::vector<std::optional<OutputMeta>> out_meta)
-    : schema_(schema), args_(args), out_meta_(std::move(out_meta)) {}
+    : schema_(schema), args_(args), out_meta_(std::move(out_meta)), written_(written_storages(schema, args)) {}
 
 std::string LowerCtx::op_name() const {
   std::string s = schema_.name();
@@ -162,6 +179,12 @@ Value LowerCtx::read_tensor(int arg, int item) {
     // CPU index tensors are uploaded whole.
     v = builder_.parameter(hlo::TensorType{element_type(t.scalar_type()), t.sizes().vec()});
     params_.push_back({ParamSource::kCpuTensor, arg, item, t.scalar_type()});
+  } else if (offset_is_operand(t, schema_.arguments()[arg].alias_info() && schema_.arguments()[arg].alias_info()->isWrite(),
+                                written_)) {
+    Value storage = storage_param(arg, item);
+    Value offset = builder_.parameter(hlo::TensorType{ElementType::kI64, {}});
+    params_.push_back({ParamSource::kOffset, arg, item, at::kLong});
+    v = read_view_at(storage, ViewLayout{t.sizes(), t.strides(), t.storage_offset()}, offset);
   } else {
     v = read_view(storage_param(arg, item), ViewLayout{t.sizes(), t.strides(), t.storage_offset()});
   }

@@ -28,7 +28,8 @@ at::ScalarType scalar_type(ElementType e);
 
 // Where each runtime operand of a program comes from, in parameter order.
 struct ParamSource {
-  enum Kind { kStorage, kScalar, kCpuTensor, kRngKey } kind;
+  // kOffset: the storage offset of tensor (arg, item), as an i64 scalar.
+  enum Kind { kStorage, kScalar, kCpuTensor, kRngKey, kOffset } kind;
   int arg = -1;         // schema argument index
   int item = -1;        // position inside a Tensor[] argument, else -1
   at::ScalarType dtype = at::ScalarType::Undefined;  // kScalar/kCpuTensor: upload type
@@ -67,6 +68,26 @@ struct DeviceCheck {
   int64_t dim = 0, size = 0; // the dimension indexed and its size (elements, for take)
   bool index_error = true;   // Python IndexError (CPU's type for the op), else RuntimeError
 };
+
+// The storages an op writes: those of its mutable (in-place, out=)
+// arguments.
+using WrittenStorages = std::vector<const void*>;
+WrittenStorages written_storages(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args);
+
+// Whether a program reads tensor `t` at a runtime offset: a tpu tensor at a
+// nonzero storage offset, in an argument the op does not write
+// (`arg_is_written`), whose storage the op writes nowhere. Then the program
+// does not hold the offset (the key marks it nonzero), so `x[i] * 2` for
+// every i runs one program. Written tensors and tensors aliasing them keep
+// theirs: write-backs and overlap checks read them. The program key
+// (exec/op_runner.cpp) and LowerCtx decide alike through this.
+inline bool offset_is_operand(const at::Tensor& t, bool arg_is_written, const WrittenStorages& written) {
+  if (arg_is_written || !t.is_privateuseone() || t.storage_offset() == 0) return false;
+  const void* impl = t.storage().unsafeGetStorageImpl();
+  for (const void* w : written)
+    if (w == impl) return false;
+  return true;
+}
 
 class LowerCtx {
  public:
@@ -145,6 +166,7 @@ class LowerCtx {
   std::vector<std::pair<std::pair<std::string, at::ScalarType>, Value>> scalars_;
   Value rng_;
   std::vector<DeviceCheck> checks_;
+  WrittenStorages written_;
 };
 
 }  // namespace torch_tpu::lowering

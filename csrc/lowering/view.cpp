@@ -25,10 +25,13 @@ bool is_contiguous(const ViewLayout& v) {
   return true;
 }
 
-// storage offset of every element of the view, as an i64 tensor of `sizes`.
-Value element_indices(hl::Builder& b, const ViewLayout& v) {
+// storage offset of every element of the view, as an i64 tensor of `sizes`;
+// it starts at `offset` where that is valid (a runtime operand), else at
+// v.offset.
+Value element_indices(hl::Builder& b, const ViewLayout& v, Value offset = Value()) {
   Dims dims(v.sizes.begin(), v.sizes.end());
-  Value idx = hl::full(b, ElementType::kI64, dims, static_cast<double>(v.offset));
+  Value idx = offset.valid() ? hl::broadcast_to(offset, dims)
+                             : hl::full(b, ElementType::kI64, dims, static_cast<double>(v.offset));
   for (int64_t d = 0; d < static_cast<int64_t>(dims.size()); ++d) {
     if (dims[d] == 1 || v.strides[d] == 0) continue;
     Value term = hl::mul(hl::iota(b, ElementType::kI64, dims, d), hl::full(b, ElementType::kI64, dims, v.strides[d]));
@@ -60,13 +63,36 @@ bool covers_storage(const ViewLayout& v, int64_t storage_numel) {
   return v.offset == 0 && numel_of(v.sizes) == storage_numel && is_contiguous(v);
 }
 
-Value read_view(Value storage, const ViewLayout& v) {
+namespace {
+
+// Elements [start, start + length) of the storage, zeros past its end. The
+// start is v.offset, or the runtime operand `offset` where that is valid:
+// then the view's own extent is cut (a valid view lies inside its storage,
+// so dynamic_slice never clamps it) and padded to `length`.
+Value span_of(Value storage, const ViewLayout& v, Value offset, int64_t length) {
+  hl::Builder& b = storage.builder();
+  int64_t storage_numel = storage.dim(0);
+  if (offset.valid()) {
+    int64_t extent = 1;
+    for (size_t d = 0; d < v.sizes.size(); ++d) extent += (v.sizes[d] - 1) * std::abs(v.strides[d]);
+    Value part = hl::dynamic_slice(storage, {offset}, {extent});
+    if (extent >= length) return hl::slice(part, {0}, {length});
+    return hl::pad(part, hl::constant(b, storage.element(), 0), {0}, {length - extent});
+  }
+  int64_t end = std::min(v.offset + length, storage_numel);
+  Value flat = hl::slice(storage, {v.offset}, {end});
+  if (end - v.offset < length)
+    flat = hl::pad(flat, hl::constant(b, storage.element(), 0), {0}, {length - (end - v.offset)});
+  return flat;
+}
+
+Value read_view_from(Value storage, const ViewLayout& v, Value offset) {
   hl::Builder& b = storage.builder();
   Dims sizes(v.sizes.begin(), v.sizes.end());
   int64_t n = numel_of(v.sizes);
   int64_t storage_numel = storage.dim(0);
   if (n == 0) return hl::full(b, storage.element(), sizes, 0);
-  if (covers_storage(v, storage_numel)) return hl::reshape(storage, sizes);
+  if (!offset.valid() && covers_storage(v, storage_numel)) return hl::reshape(storage, sizes);
 
   // Core dims: those that move through memory (size > 1, stride != 0).
   std::vector<int64_t> core;
@@ -84,16 +110,13 @@ Value read_view(Value storage, const ViewLayout& v) {
 
   Value dense;
   if (order.empty()) {
-    dense = hl::reshape(hl::slice(storage, {v.offset}, {v.offset + 1}), {});
+    dense = hl::reshape(span_of(storage, v, offset, 1), {});
   } else if (block) {
     // The view is a strided block of a row-major array: take the span,
     // shape it as [n0, s0/s1, ..., s_last] and cut each dim to its size.
     int64_t s0 = v.strides[order[0]];
     int64_t span = sizes[order[0]] * s0;
-    int64_t end = std::min(v.offset + span, storage_numel);
-    Value flat = hl::slice(storage, {v.offset}, {end});
-    if (end - v.offset < span)
-      flat = hl::pad(flat, hl::constant(b, storage.element(), 0), {0}, {span - (end - v.offset)});
+    Value flat = span_of(storage, v, offset, span);
     Dims shape{sizes[order[0]]};
     for (size_t i = 1; i < order.size(); ++i) shape.push_back(v.strides[order[i - 1]] / v.strides[order[i]]);
     shape.push_back(v.strides[order.back()]);
@@ -108,11 +131,17 @@ Value read_view(Value storage, const ViewLayout& v) {
     for (auto d : core) perm.push_back(std::find(order.begin(), order.end(), d) - order.begin());
     dense = hl::transpose(cut, perm);
   } else {
-    return hl::gather_1d(storage, element_indices(b, v));
+    return hl::gather_1d(storage, element_indices(b, v, offset));
   }
   // Size-1 and stride-0 dims come back by broadcasting.
   return hl::broadcast_in_dim(dense, sizes, Dims(core.begin(), core.end()));
 }
+
+}  // namespace
+
+Value read_view(Value storage, const ViewLayout& v) { return read_view_from(storage, v, Value()); }
+
+Value read_view_at(Value storage, const ViewLayout& v, Value offset) { return read_view_from(storage, v, offset); }
 
 Value write_view(Value storage, const ViewLayout& v, Value update) {
   hl::Builder& b = storage.builder();

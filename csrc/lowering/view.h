@@ -25,6 +25,11 @@ bool covers_storage(const ViewLayout& v, int64_t storage_numel);
 // reshapes; anything else gathers by computed index.
 Value read_view(Value storage_1d, const ViewLayout& v);
 
+// The same read with the view's start given by `offset`, a rank-0 i64
+// runtime operand (v.offset is not read), so one program serves every
+// offset of the view (x[i] for each i).
+Value read_view_at(Value storage_1d, const ViewLayout& v, Value offset);
+
 // A 1-D storage buffer's bytes read as elements of type `to` (for views
 // whose dtype differs from their storage's: view_as_real, view(dtype)).
 // Lossless both ways, so writes can store the view's type.

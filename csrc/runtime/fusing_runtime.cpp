@@ -201,8 +201,23 @@ namespace {
 struct Trace {
   int device = 0;
   std::vector<TraceOp> ops;
-  std::vector<BufferRef> params;  // real input buffers, each once
+  std::vector<BufferRef> params;  // real input buffers, each once (scalars: once per use)
   std::unordered_map<const DeviceBuffer*, int> param_index;
+  // The parameter that passes `real`. A rank-0 buffer gets one per use:
+  // uploaded scalars (operands, view offsets) come from a cache that shares
+  // one buffer per value, so deduplicating them would make the program's
+  // wiring, hence a compile, depend on which values happen to be equal
+  // (`x[2] * 2` against `x[3] * 2`). Scalars are never donated
+  // (kMinDonatedBytes), so a repeated one is harmless.
+  int add_param(const BufferRef& real) {
+    if (real->type().rank() == 0) {
+      params.push_back(real);
+      return static_cast<int>(params.size()) - 1;
+    }
+    auto [it, added] = param_index.emplace(real.get(), static_cast<int>(params.size()));
+    if (added) params.push_back(real);
+    return it->second;
+  }
   // Chained replays appended to it: appending one again runs the trace first.
   std::vector<std::shared_ptr<const CapturedOps>> replays;
   // Compiled whole, never split (keep_trace_whole, modes.h).
@@ -287,10 +302,7 @@ class ModeRuntime final : public Runtime {
         op.inputs.push_back(TraceInput{-1, lazy->op, lazy->out});
         continue;
       }
-      BufferRef real = resolve(a);
-      auto [it, added] = trace->param_index.emplace(real.get(), static_cast<int>(trace->params.size()));
-      if (added) trace->params.push_back(real);
-      op.inputs.push_back(TraceInput{it->second, -1, -1});
+      op.inputs.push_back(TraceInput{trace->add_param(resolve(a)), -1, -1});
     }
     int index = static_cast<int>(trace->ops.size());
     std::vector<BufferRef> outs;
@@ -565,10 +577,7 @@ class ModeRuntime final : public Runtime {
         if (lazy != nullptr && lazy->trace == trace) {
           where[p] = TraceInput{-1, lazy->op, lazy->out};
         } else {
-          BufferRef real = resolve(a);
-          auto [it, added] = trace->param_index.emplace(real.get(), static_cast<int>(trace->params.size()));
-          if (added) trace->params.push_back(real);
-          where[p] = TraceInput{it->second, -1, -1};
+          where[p] = TraceInput{trace->add_param(resolve(a)), -1, -1};
         }
       }
       return where[p];
@@ -833,11 +842,7 @@ class ModeRuntime final : public Runtime {
       size_t end = s + 1 < start.size() ? start[s + 1] : n;
       auto sub = std::make_shared<Trace>();
       sub->device = t.device;
-      auto param = [&](const BufferRef& b) {
-        auto [pi, added] = sub->param_index.emplace(b.get(), static_cast<int>(sub->params.size()));
-        if (added) sub->params.push_back(b);
-        return TraceInput{pi->second, -1, -1};
-      };
+      auto param = [&](const BufferRef& b) { return TraceInput{sub->add_param(b), -1, -1}; };
       for (size_t k = start[s]; k < end; ++k) {
         TraceOp op;
         op.prog = t.ops[k].prog;
