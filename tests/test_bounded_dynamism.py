@@ -800,3 +800,26 @@ def test_repeat_of_static_and_size_one_dims_runs_padded():
         assert run_sizes(fn, [5, 6, 7], lambda n: [torch.randn(2, n)], {0: 1}) == 1
     with pytest.warns(UserWarning, match="tiles the padded dim"):
         run_sizes(lambda x: x.repeat(1, 2) * 2, [5, 6], lambda n: [torch.randn(2, n)], {0: 1})
+
+
+def test_size_smaller_padded_than_real_runs_that_call_exact():
+    """A size that is not monotone in its symbols, (n + 1) mod w here
+    (DeepseekV4's compressor keeps the tokens past the last full window),
+    can be smaller at the padded sizes than at the real ones: n = 5 pads to
+    8, and 9 mod 8 = 1 < 6 = 6 mod 8. Run padded, the result had one row
+    and narrowing it to the real six raised. Such a call runs at its exact
+    sizes, with a warning naming the size."""
+    def fn(x, c):
+        y = torch.cat([x, x[:, -1:]], 1)
+        k = (y.shape[1] // c.shape[0]) * c.shape[0]
+        return y[:, k:] * 2
+
+    torch._dynamo.reset()
+    compiled = torch.compile(fn, backend="tpu", dynamic=True)
+    c = torch.zeros(8)
+    with torch.no_grad(), pytest.warns(UserWarning, match="smaller padded than real"):
+        for n in (5, 7, 6, 9):  # 7: 9 mod 8 = 1 >= 0 = 8 mod 8, runs padded
+            x = torch.randn(3, n, 2)
+            got, want = compiled(x.to("tpu"), c.to("tpu")), fn(x, c)
+            assert got.shape == want.shape
+            assert_close(got.cpu(), want, **TOL)

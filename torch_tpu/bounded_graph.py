@@ -164,8 +164,9 @@ class BoundedGraph:
     """Runs an inference graph with symbolic sizes padded to buckets. Raises
     Unsupported from the constructor when the graph cannot be padded."""
 
-    def __init__(self, gm: torch.fx.GraphModule):
+    def __init__(self, gm: torch.fx.GraphModule, exact: Callable[[list], Any] | None = None):
         self.gm = gm
+        self.exact_runner = exact
         self.placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
         self.symbols = []  # sympy symbols, in the order of the real-values tensor
         self.upper = {}
@@ -202,6 +203,15 @@ class BoundedGraph:
                 if missing:
                     raise Unsupported(f"size {e} has symbols that no input gives")
                 _check_evaluable(e)
+        # Sizes that may shrink when a symbol grows ((n + 1) mod w: the
+        # tokens past a compressor's last full window, DeepseekV4): at the
+        # padded sizes such a size can be smaller than at the real ones, and
+        # a padded run could not hold the real result. Checked per call.
+        # Only tensor sizes: a symbolic int (a pad amount) that is smaller
+        # padded is the rules' business (they use its real value).
+        self.non_monotone = sorted({e for n in gm.graph.nodes for e in _exprs(n.meta.get("val"), ints=False)
+                                    if not _monotone(e)}, key=str)
+        self._holds = {}
         self.steps = []
         for n in gm.graph.nodes:
             if n.op == "call_function":
@@ -238,6 +248,8 @@ class BoundedGraph:
     def __call__(self, args: list) -> Any:
         real = self.real_sizes(args)
         padded = {s: v if s in self.exact else bucket(v, self.upper[s]) for s, v in real.items()}
+        if self.non_monotone and not self._padding_holds(real, padded):
+            return self.exact_runner(args)
         device = next((a.device for a in args if isinstance(a, torch.Tensor) and a.device.type == "tpu"), None)
         real_t = torch.tensor([real[s] for s in self.symbols], dtype=torch.int64)
         real_t = real_t.to(device) if device is not None else real_t
@@ -268,6 +280,31 @@ class BoundedGraph:
             for target, (_, n), new in zip(targets, self.mutations, written):
                 target.copy_(_unpad(n, new, real))
         return _unpad(self.output.args[0], outs, real, self._room)
+
+    def _padding_holds(self, real: dict, padded: dict) -> bool:
+        """Whether every non-monotone size is at least as large padded as
+        real; warns once per graph (naming the size) when it is not.
+        Memoized on the real sizes: sympy is slow for a decode step."""
+        key = tuple(real.values())
+        holds = self._holds.get(key)
+        if holds is None:
+            holds = self._holds[key] = self._check_padding(real, padded)
+        return holds
+
+    def _check_padding(self, real: dict, padded: dict) -> bool:
+        subs_real = {s: sympy.Integer(v) for s, v in real.items()}
+        subs_padded = {s: sympy.Integer(v) for s, v in padded.items()}
+        for e in self.non_monotone:
+            if int(e.xreplace(subs_padded)) < int(e.xreplace(subs_real)):
+                if self.exact_runner is None:
+                    raise RuntimeError(f"torch_tpu: the size {e} is smaller padded than real and this graph has no exact runner")
+                if not getattr(self, "_warned_shrink", False):
+                    self._warned_shrink = True
+                    warnings.warn(f"torch_tpu: the size {e} of this graph is smaller padded than real at "
+                                  f"{ {str(s): v for s, v in real.items() if s in e.free_symbols} }; "
+                                  "such calls run at their exact sizes (one program per size)")
+                return False
+        return True
 
     def _room(self, t: torch.Tensor, dims: dict, sizes: dict) -> torch.Tensor:
         """`t` (a padded result, its symbolic dims `dims`, their real sizes
@@ -356,6 +393,27 @@ def _copy_into_input(call, node, args, kwargs):
     return torch.ops.aten.copy.default(args[0], args[1])
 
 
+def _monotone(e) -> bool:
+    """Whether a size expression provably never decreases when one of its
+    symbols (sizes, >= 0) grows: sums and products of such terms with
+    non-negative coefficients, floor division by a positive constant, max,
+    min, positive powers. A constant offset may be negative."""
+    if e.is_Symbol or e.is_Number:
+        return True
+    if e.is_Add:
+        return all(a.is_Number or _monotone(a) for a in e.args)
+    if e.is_Mul:
+        return all((a.is_Number and a >= 0) or (not a.is_Number and _monotone(a)) for a in e.args)
+    if e.is_Pow:
+        return e.exp.is_Integer and int(e.exp) > 0 and _monotone(e.base)
+    name = type(e).__name__
+    if name == "FloorDiv":
+        return _monotone(e.args[0]) and e.args[1].is_Number and e.args[1] > 0
+    if name in ("Max", "Min"):
+        return all(_monotone(a) for a in e.args)
+    return False
+
+
 # The sympy functions _Call._eval computes on the device.
 _EVALUABLE = {"FloorDiv", "Max", "Min", "Mod", "PythonMod"}
 
@@ -381,10 +439,12 @@ def _get_attr(call, node, args, kwargs):
     return obj
 
 
-def _exprs(val) -> list:
+def _exprs(val, ints: bool = True) -> list:
+    """The symbolic sizes of a node's value (and its symbolic ints, unless
+    `ints` is False)."""
     if isinstance(val, (list, tuple)):
-        return [e for v in val for e in _exprs(v)]
-    if isinstance(val, torch.SymInt):
+        return [e for v in val for e in _exprs(v, ints)]
+    if isinstance(val, torch.SymInt) and ints:
         e = sym_expr(val)
         return [e] if e is not None else []
     if isinstance(val, torch.Tensor):
@@ -461,7 +521,7 @@ def make_runner(gm: torch.fx.GraphModule, exact: Callable[[list], Any]) -> Calla
                for n in gm.graph.nodes if n.op == "placeholder"):
         return exact
     try:
-        bounded = BoundedGraph(gm)
+        bounded = BoundedGraph(gm, exact)
     except Unsupported as e:
         warnings.warn(f"torch_tpu: this graph recompiles for every new size of its symbolic dims: {e}")
         return exact
