@@ -164,9 +164,9 @@ class BoundedGraph:
     """Runs an inference graph with symbolic sizes padded to buckets. Raises
     Unsupported from the constructor when the graph cannot be padded."""
 
-    def __init__(self, gm: torch.fx.GraphModule, exact: Callable[[list], Any] | None = None):
+    def __init__(self, gm: torch.fx.GraphModule, exact: Callable[[list], Any]):
         self.gm = gm
-        self.exact_runner = exact
+        self.exact_runner = exact  # runs a call whose padding would not hold (_padding_holds)
         self.placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
         self.symbols = []  # sympy symbols, in the order of the real-values tensor
         self.upper = {}
@@ -211,7 +211,8 @@ class BoundedGraph:
         # padded is the rules' business (they use its real value).
         self.non_monotone = sorted({e for n in gm.graph.nodes for e in _exprs(n.meta.get("val"), ints=False)
                                     if not _monotone(e)}, key=str)
-        self._holds = {}
+        self._holds = {}  # real sizes -> _check_padding's answer
+        self._warned_shrink = False
         self.steps = []
         for n in gm.graph.nodes:
             if n.op == "call_function":
@@ -292,13 +293,10 @@ class BoundedGraph:
         return holds
 
     def _check_padding(self, real: dict, padded: dict) -> bool:
-        subs_real = {s: sympy.Integer(v) for s, v in real.items()}
-        subs_padded = {s: sympy.Integer(v) for s, v in padded.items()}
+        at_real, at_padded = _Call(real, None, {}), _Call(padded, None, {})
         for e in self.non_monotone:
-            if int(e.xreplace(subs_padded)) < int(e.xreplace(subs_real)):
-                if self.exact_runner is None:
-                    raise RuntimeError(f"torch_tpu: the size {e} is smaller padded than real and this graph has no exact runner")
-                if not getattr(self, "_warned_shrink", False):
+            if at_padded.padded_int(e) < at_real.padded_int(e):
+                if not self._warned_shrink:
                     self._warned_shrink = True
                     warnings.warn(f"torch_tpu: the size {e} of this graph is smaller padded than real at "
                                   f"{ {str(s): v for s, v in real.items() if s in e.free_symbols} }; "
@@ -403,7 +401,7 @@ def _monotone(e) -> bool:
     if e.is_Add:
         return all(a.is_Number or _monotone(a) for a in e.args)
     if e.is_Mul:
-        return all((a.is_Number and a >= 0) or (not a.is_Number and _monotone(a)) for a in e.args)
+        return all(a >= 0 if a.is_Number else _monotone(a) for a in e.args)
     if e.is_Pow:
         return e.exp.is_Integer and int(e.exp) > 0 and _monotone(e.base)
     name = type(e).__name__
