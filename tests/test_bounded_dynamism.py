@@ -823,3 +823,62 @@ def test_size_smaller_padded_than_real_runs_that_call_exact():
             got, want = compiled(x.to("tpu"), c.to("tpu")), fn(x, c)
             assert got.shape == want.shape
             assert_close(got.cpu(), want, **TOL)
+
+
+@pytest.mark.parametrize("chunk", [4, 16])
+def test_view_into_chunks_of_a_length_rounded_up(chunk):
+    """Mamba 2's chunked scan (GraniteMoeHybrid, Bamba): the sequence is
+    padded to a multiple of the chunk size, L = n + (-n mod k), then viewed
+    as (L // k, L // (L // k)) chunks. L // (L // k) is k, which sympy
+    cannot prove from the Mod form. Both chunk sizes (several chunks, one
+    chunk) must run padded: one program for the bucket of 5, 6 and 7."""
+    class Chunked(nn.Module):
+        def __init__(self, chunk):
+            super().__init__()
+            self.chunk = chunk  # a module attribute, static as in the model
+
+        def forward(self, x):
+            k, n = self.chunk, x.shape[1]
+            y = F.pad(x, (0, 0, 0, (k - n % k) % k))
+            L = y.shape[1]
+            c = y.view(x.shape[0], L // k, L // (L // k), 2, 2).cumsum(2)
+            states = torch.einsum("bclhn,bclhp->bchpn", c, c)
+            y = torch.einsum("bclhn,bchpn->bclhp", c, states)  # Mamba's state -> output per chunk
+            return c.sum(2), c.view(x.shape[0], L, 4)[:, :n] * 2, y.reshape(x.shape[0], L, 4)[:, :n]
+
+    fn = Chunked(chunk)
+    compiled = torch.compile(fn, backend="tpu", dynamic=True)
+    before = bounded_compiles()
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("error")  # a graph run at exact sizes warns
+        for n in (5, 6, 7):
+            x = torch.randn(1, n, 4)  # batch 1: einsum merges the batch dims around the chunk dim
+            xt = x.to("tpu")
+            for d in (0, 2):  # batch and width static, as a model's are
+                torch._dynamo.mark_static(xt, d)
+            got, want = compiled(xt), fn(x)
+            for g, w in zip(got, want):
+                assert g.shape == w.shape
+                assert_close(g.cpu(), w, **TOL)
+    assert bounded_compiles() - before == 1
+
+
+def test_size_fixed_by_a_guard_is_a_constant_for_the_view_check():
+    """Mamba 2's chunked scan at a prompt shorter than its chunk
+    (GraniteMoeHybrid): Dynamo guards on there being one chunk, L // 256 ==
+    1 for L the length rounded up to 256, and einsum then views a chunk dim
+    of that size away, [4, 256, 16, 1, L // 256, 1] -> [4, 256, 16]. Only
+    the guard makes the view valid; the view check takes such a size as
+    the constant the guard fixes, and a size no guard fixes stays symbolic."""
+    from torch._dynamo.source import ConstantSource
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+    from torch_tpu.bounded_rules import _guarded_value, _rounded_up_as_multiples, sym_expr
+
+    env = ShapeEnv()
+    n = env.create_symintnode(env.create_symbol(4, ConstantSource("n")), hint=4)
+    L = n + (256 - n % 256) % 256
+    assert _guarded_value(sym_expr(L // 8), env) == sym_expr(L // 8)  # no guard fixes it
+    assert L // 256 == 1  # Dynamo's guard, as tracing the model adds it
+    assert _guarded_value(sym_expr(L // 256), env) == 1
+    assert _rounded_up_as_multiples([sym_expr(L)], env) == [256]
+    assert _guarded_value(sym_expr(n), env) == sym_expr(n)  # the length itself stays symbolic

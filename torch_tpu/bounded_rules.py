@@ -704,7 +704,10 @@ def _view_groups(node):
     def exprs(val):
         return [sympy.sympify(sym_expr(s) if sym_expr(s) is not None else int(s)) for s in val.shape]
 
-    ins, outs = exprs(_meta(node.args[0])), exprs(_meta(node))
+    x, out = _meta(node.args[0]), _meta(node)
+    env = next((s.node.shape_env for s in (*x.shape, *out.shape) if isinstance(s, torch.SymInt)), None)
+    sizes = [_guarded_value(e, env) for e in _rounded_up_as_multiples(exprs(x) + exprs(out), env)]
+    ins, outs = sizes[:x.dim()], sizes[x.dim():]
     symbols = sorted(set().union(*(e.free_symbols for e in ins + outs)), key=str)
     generic = {s: sympy.Integer(100003 + 1000 * i) for i, s in enumerate(symbols)}
     try:
@@ -743,6 +746,54 @@ def _view_groups(node):
             raise Unsupported(f"{node.target}: sizes {ins} -> {outs} do not match symbolically")
         for side, group in ((ins, gi), (outs, gj)):
             _check_prefix_group(node, [side[k] for k in group], ins, outs)
+
+
+def _guarded_value(e, env):
+    """A size that Dynamo's guards fix to one value is that value (a
+    constant, not a padded dim). Mamba 2's chunked scan at a prompt shorter
+    than its chunk: the guards say the sequence rounded up to 256 is 256, so
+    there is one chunk, and einsum views that chunk dim of size L // 256
+    away; sympy alone cannot match the view. Buckets are powers of two and
+    so stay within such a guard; a padded size that broke it would fail the
+    view, not pass it."""
+    import sympy
+
+    if env is None or not e.free_symbols:
+        return e
+    try:
+        value = e.xreplace(getattr(env, "backed_var_to_val", None) or env.var_to_val)
+        if value.is_Integer and env._maybe_evaluate_static(sympy.Eq(e, value)) == sympy.true:
+            return value
+    except Exception:  # noqa: BLE001 - a size the shape env cannot evaluate stays symbolic
+        pass
+    return e
+
+
+def _rounded_up_as_multiples(exprs, env):
+    """The sizes with every round-up written as a multiple. `x + Mod(k -
+    Mod(x, k), k)` is x rounded up to a multiple of k (Mamba 2's chunked
+    scan pads its sequence so, then views it as (L // k, L // (L // k))
+    chunks), but sympy cannot prove L // (L // k) == k from the Mod form.
+    Each `Mod(k - Mod(x, k), k)` is k*C - x for C = ceil(x / k): C is the
+    value the guards fix it to (_guarded_value) or else a fresh positive
+    integer symbol, so the sum becomes k*C and both floor divisions
+    simplify. The view check treats a symbolic C as a padded dim, which it
+    is: its real entries are the first ceil(n / k) chunks."""
+    import sympy
+    from torch.utils._sympy.functions import FloorDiv, Mod
+
+    subs = {}
+    for e in exprs:
+        for m in e.atoms(Mod):
+            a, k = m.args
+            inner = [t for t in (a - k).atoms(Mod) if t.args[1] == k]
+            if k.is_Integer and k > 1 and len(inner) == 1 and sympy.expand(a - k + inner[0]) == 0:
+                x = inner[0].args[0]
+                count = _guarded_value(FloorDiv(x + m, k), env)
+                if count.free_symbols:
+                    count = sympy.Symbol(f"ceil_{len(subs)}", integer=True, positive=True)
+                subs[m] = k * count - x
+    return [e.xreplace(subs) for e in exprs]
 
 
 def _check_prefix_group(node, sizes, ins, outs) -> None:
