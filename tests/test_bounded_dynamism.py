@@ -882,3 +882,39 @@ def test_size_fixed_by_a_guard_is_a_constant_for_the_view_check():
     assert _guarded_value(sym_expr(L // 256), env) == 1
     assert _rounded_up_as_multiples([sym_expr(L)], env) == [256]
     assert _guarded_value(sym_expr(n), env) == sym_expr(n)  # the length itself stays symbolic
+
+
+def test_triangular_solve_per_padded_chunk():
+    """Qwen3-Next's chunked delta rule solves one unit lower-triangular
+    system per chunk; the chunk count is padded (a batch dim), the systems
+    are static."""
+    def fn(a, b):
+        a = a.tril(-1) + torch.eye(4, device=a.device)
+        return torch.linalg.solve_triangular(a, b, upper=False, unitriangular=True).sum(1)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a graph run at exact sizes warns
+        assert run_sizes(fn, [5, 6, 7], lambda n: [torch.randn(2, n, 4, 4) * 0.3, torch.randn(2, n, 4, 3)],
+                         {0: 1, 1: 1}) == 1
+
+
+def test_size_a_guard_fixes_is_checked_at_the_padded_sizes():
+    """A size that Dynamo's guards fix ((n + 3) // 8 == 1 for n from 5 to
+    12) is a static dim for the rules; the guard holds at the real sizes,
+    not always at the padded ones: n = 9 pads to 16, where it is 2. Such a
+    call runs at its exact sizes, with a warning naming the size."""
+    def fn(x):
+        y = F.pad(x, (0, 3))
+        k = y.shape[0] // 8
+        if k == 1:
+            return y[:k * 8].view(k, 8).sum(0) + y.sum()
+        return y.sum() * 2
+
+    torch._dynamo.reset()
+    compiled = torch.compile(fn, backend="tpu", dynamic=True)
+    with torch.no_grad(), pytest.warns(UserWarning, match="at the sizes it was traced for"):
+        for n in (5, 6, 9):  # 5 and 6 run padded (bucket 8: 11 // 8 = 1), 9 exact
+            x = torch.randn(n)
+            got, want = compiled(x.to("tpu")), fn(x)
+            assert got.shape == want.shape
+            assert_close(got.cpu(), want, **TOL)

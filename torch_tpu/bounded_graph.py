@@ -35,7 +35,7 @@ import torch
 from . import _C, auto_bucket
 from .compile_errors import annotate_node_error
 from .graph_replay import ReplayCache
-from .bounded_rules import Unsupported, dyn_dims, growth, plan, sym_expr
+from .bounded_rules import Unsupported, dyn_dims, fixed_sizes, growth, plan, sym_expr
 
 _FUSED = 2  # runtime::EagerMode::kFused
 
@@ -211,8 +211,13 @@ class BoundedGraph:
         # padded is the rules' business (they use its real value).
         self.non_monotone = sorted({e for n in gm.graph.nodes for e in _exprs(n.meta.get("val"), ints=False)
                                     if not _monotone(e)}, key=str)
+        # Sizes with one value at every size (bounded_rules.fixed_sizes: a
+        # length rounded up to its chunk, or a size Dynamo's guards fix):
+        # the rules run them as static dims, which a guard broken at the
+        # padded sizes would make wrong. Checked per call as well.
+        self.fixed = {e: v for n in gm.graph.nodes for e, v in _fixed(n.meta.get("val")).items()}
         self._holds = {}  # real sizes -> _check_padding's answer
-        self._warned_shrink = False
+        self._warned_shrink = self._warned_fixed = False
         self.steps = []
         for n in gm.graph.nodes:
             if n.op == "call_function":
@@ -249,7 +254,7 @@ class BoundedGraph:
     def __call__(self, args: list) -> Any:
         real = self.real_sizes(args)
         padded = {s: v if s in self.exact else bucket(v, self.upper[s]) for s, v in real.items()}
-        if self.non_monotone and not self._padding_holds(real, padded):
+        if (self.non_monotone or self.fixed) and not self._padding_holds(real, padded):
             return self.exact_runner(args)
         device = next((a.device for a in args if isinstance(a, torch.Tensor) and a.device.type == "tpu"), None)
         real_t = torch.tensor([real[s] for s in self.symbols], dtype=torch.int64)
@@ -283,8 +288,9 @@ class BoundedGraph:
         return _unpad(self.output.args[0], outs, real, self._room)
 
     def _padding_holds(self, real: dict, padded: dict) -> bool:
-        """Whether every non-monotone size is at least as large padded as
-        real; warns once per graph (naming the size) when it is not.
+        """Whether every fixed size keeps its value padded and every
+        non-monotone size is at least as large padded as real; warns once
+        per graph (naming the size) when one does not.
         Memoized on the real sizes: sympy is slow for a decode step."""
         key = tuple(real.values())
         holds = self._holds.get(key)
@@ -294,6 +300,15 @@ class BoundedGraph:
 
     def _check_padding(self, real: dict, padded: dict) -> bool:
         at_real, at_padded = _Call(real, None, {}), _Call(padded, None, {})
+        for e, v in self.fixed.items():
+            if at_padded.padded_int(e) != v:
+                if not self._warned_fixed:
+                    self._warned_fixed = True
+                    warnings.warn(f"torch_tpu: the size {e} of this graph, {v} at the sizes it was traced for, "
+                                  f"is {at_padded.padded_int(e)} padded at "
+                                  f"{ {str(s): v for s, v in real.items() if s in e.free_symbols} }; "
+                                  "such calls run at their exact sizes (one program per size)")
+                return False
         for e in self.non_monotone:
             if at_padded.padded_int(e) < at_real.padded_int(e):
                 if not self._warned_shrink:
@@ -448,6 +463,14 @@ def _exprs(val, ints: bool = True) -> list:
     if isinstance(val, torch.Tensor):
         return list(dyn_dims(val).values())
     return []
+
+
+def _fixed(val) -> dict:
+    """{expr: value} of the fixed sizes (bounded_rules.fixed_sizes) of a
+    node's tensors."""
+    if isinstance(val, (list, tuple)):
+        return {e: v for x in val for e, v in _fixed(x).items()}
+    return fixed_sizes(val)
 
 
 def _growth(spec, symbols) -> dict:

@@ -47,13 +47,28 @@ def dyn_dims(val: Any) -> dict:
         return {}
     out = val.__dict__.get("_tpu_dyn_dims")
     if out is None:
-        out = {}
+        out, fixed = {}, {}
         for d, s in enumerate(val.shape):
             e = sym_expr(s)
-            if e is not None:
+            if e is None:
+                continue
+            value = _constant_size(e, s.node.shape_env)
+            if value is None:
                 out[d] = e
-        val._tpu_dyn_dims = out
+            else:
+                fixed[e] = value
+        val._tpu_dyn_dims, val._tpu_fixed_sizes = out, fixed
     return out
+
+
+def fixed_sizes(val: Any) -> dict:
+    """{expr: value} for the symbolic dims of a (fake) tensor that have one
+    value at every size (_constant_size), which dyn_dims leaves out: static
+    dims. BoundedGraph checks per call that they keep that value padded."""
+    if not isinstance(val, torch.Tensor):
+        return {}
+    dyn_dims(val)
+    return val._tpu_fixed_sizes
 
 
 def growth(e):
@@ -753,9 +768,10 @@ def _guarded_value(e, env):
     constant, not a padded dim). Mamba 2's chunked scan at a prompt shorter
     than its chunk: the guards say the sequence rounded up to 256 is 256, so
     there is one chunk, and einsum views that chunk dim of size L // 256
-    away; sympy alone cannot match the view. Buckets are powers of two and
-    so stay within such a guard; a padded size that broke it would fail the
-    view, not pass it."""
+    away; sympy alone cannot match the view. The guards hold at the real
+    sizes, not necessarily at the padded ones: a graph's sizes so fixed are
+    checked per call (BoundedGraph, fixed_sizes), and a call where one
+    differs padded runs at its exact sizes."""
     import sympy
 
     if env is None or not e.free_symbols:
@@ -767,6 +783,22 @@ def _guarded_value(e, env):
     except Exception:  # noqa: BLE001 - a size the shape env cannot evaluate stays symbolic
         pass
     return e
+
+
+def _constant_size(e, env):
+    """The one value of a symbolic size for every size the graph runs at,
+    or None. L // (L // 64) for L rounded up to a multiple of 64 is 64
+    whatever L (Qwen3-Next's chunk length, a matrix dim of its triangular
+    solves); L // 256 is 1 where Dynamo's guards say so (_guarded_value;
+    GraniteMoeHybrid's single chunk). Such a dim is static, not padded: its
+    padded size is its real one. A guard need not hold at the padded sizes,
+    so BoundedGraph checks each such size there per call (fixed_sizes)."""
+    from torch.utils._sympy.functions import FloorDiv, Mod
+
+    if not e.has(Mod, FloorDiv):
+        return None
+    value = _guarded_value(_rounded_up_as_multiples([e], env)[0], env)
+    return None if value.free_symbols else int(value)
 
 
 def _rounded_up_as_multiples(exprs, env):
@@ -1053,6 +1085,15 @@ def plan(node: torch.fx.Node) -> Callable:
         return _vector_norm_rule
     if t in _CONTRACTIONS:
         return _CONTRACTIONS[t]
+    if t is aten.linalg_solve_triangular.default:
+        # One solve per batch entry (Qwen3-Next's chunked delta rule solves
+        # a 64x64 system per chunk; the chunk count is the padded dim): a
+        # padded batch entry's garbage stays in its own solution.
+        for n in node.args[:2]:
+            v = _meta(n)
+            if any(d >= v.dim() - 2 for d in dyn_dims(v)):
+                raise Unsupported(f"{t} with a padded matrix dim ({list(v.shape)})")
+        return run_plain
     if t is aten.native_layer_norm.default:
         normalized = len(node.args[1])
         if any(d >= x.dim() - normalized for d in padded_in):
