@@ -918,3 +918,44 @@ def test_size_a_guard_fixes_is_checked_at_the_padded_sizes():
             got, want = compiled(x.to("tpu")), fn(x)
             assert got.shape == want.shape
             assert_close(got.cpu(), want, **TOL)
+
+
+def test_padded_graph_runs_as_its_own_program_between_host_reads():
+    """A step cut by host reads, as Xmod's (its language adapter reads a
+    `nonzero` in every layer): the same padded attention graph runs once
+    after a static graph and once after eager ops. Chained into the pending
+    trace, each neighbourhood made its own program per bucket (9 here);
+    run on its own, the bucket's one program serves both calls: the static
+    graph's program plus one per bucket (4, 8, 16, 32, 64)."""
+    def pre(x):
+        return x * 2 + 1
+
+    def attn(x, k):
+        k = torch.cat([k, x], 1)
+        w = (k @ x.transpose(1, 2)).softmax(1)
+        return (w * k).sum(1, keepdim=True) / 4, k
+
+    def run(device, compiled):
+        torch.manual_seed(0)
+        x0 = torch.randn(1, 1, 8).to(device)
+        ks = [torch.randn(1, 4, 8).to(device) for _ in range(2)]
+        p = torch.compile(pre, backend="tpu") if compiled else pre
+        a = torch.compile(attn, backend="tpu", dynamic=True) if compiled else attn
+        out = []
+        for i in range(30):  # caches 4..33
+            y, ks[0] = a(p(x0 + i), ks[0])  # after a static graph's replay
+            out.append(y.sum().item())  # a host read between the "layers"
+            y, ks[1] = a(x0 * (i + 1), ks[1])  # after eager ops
+            out.append(y.sum().item())
+        return out, ks
+
+    with torch.no_grad(), torch_tpu.eager_mode("strict"):
+        want, want_k = run("cpu", False)
+        _C._begin_program_window()
+        got, got_k = run("tpu", True)
+        programs = _C._fusion_stats()["window_programs"]
+    assert_close(torch.tensor(got), torch.tensor(want), **TOL)
+    for g, w in zip(got_k, want_k):
+        assert g.shape == w.shape == (1, 34, 8)
+        assert_close(g.cpu(), w, **TOL)
+    assert programs == 1 + 5, programs

@@ -280,7 +280,7 @@ class BoundedGraph:
         # call, so the whole padded run is replayed from C++ after its
         # capture (graph_replay.py); the real sizes are an argument.
         stats["bounded_calls"] += 1
-        outs = self.replays(inputs + [real_t])
+        outs = _unchained(self.replays, inputs + [real_t])
         if self.mutations:
             outs, written = outs
             for target, (_, n), new in zip(targets, self.mutations, written):
@@ -386,6 +386,30 @@ class BoundedGraph:
                 _C._set_fuse_split_paused(split_was)
                 _C._set_eager_mode(prev)
         return outs
+
+
+def _unchained(replays: ReplayCache, args: list) -> Any:
+    """Runs a padded graph's call (`replays(args)`) as its own program: the
+    pending trace is flushed first, as a plain call does (_run_padded), and
+    a replay runs at once instead of joining the pending trace (chained
+    replays, docs/design.md). Chained, the program would be this graph's
+    ops together with whatever graphs happen to surround it until the next
+    sync: one program per bucket *and* per neighbourhood. A model whose
+    step is cut by host reads (Xmod's language adapter, `hidden[mask]`,
+    reads a `nonzero` in every layer) puts each layer's padded attention
+    graph in a different chain, and a copy on the host side at a bucket's
+    last step (BoundedGraph._room) cuts the chain elsewhere: 5 fused
+    programs per bucket instead of the bucket's one, which every layer's
+    identical graph shares."""
+    _C._mark_step()
+    chaining = _C._replay_chaining()
+    if chaining:
+        _C._set_replay_chaining(False)
+    try:
+        return replays(args)
+    finally:
+        if chaining:
+            _C._set_replay_chaining(True)
 
 
 def _writes_padded_input(n: torch.fx.Node) -> bool:
