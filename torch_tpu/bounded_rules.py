@@ -852,7 +852,7 @@ _MASKED_REDUCTIONS = {
     aten.sum.dim_IntList: lambda x: 0, aten.sum.default: lambda x: 0,
     aten.amax.default: _lowest, aten.amin.default: _highest,
     aten.argmax.default: _lowest, aten.argmin.default: _highest,
-    aten.max.dim: _lowest, aten.min.dim: _highest,
+    aten.max.dim: _lowest, aten.min.dim: _highest, aten.max.default: _lowest, aten.min.default: _highest,
     aten._softmax.default: lambda x: float("-inf"), aten._log_softmax.default: lambda x: float("-inf"),
     aten._safe_softmax.default: lambda x: float("-inf"),
     aten.logsumexp.default: lambda x: float("-inf"),
