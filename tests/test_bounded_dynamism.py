@@ -585,6 +585,40 @@ def test_symbolic_int_argument_shapes_exactly():
     assert bounded_compiles() - before == 1
 
 
+def test_int_argument_that_only_sizes_tensors_is_bucketed():
+    """XLM's get_masks(slen, lengths) makes `arange(slen)` and its causal
+    mask from the int alone: under dynamic=True the graph has no input of
+    symbolic size, only the symbolic int, and compiled once per length.
+    Every use of the int here is a size or read at its real value (slice
+    bound, pointwise operand), so it is bucketed: one compile for 5..7. A
+    use that needs its exact value (tril's diagonal) keeps it exact."""
+    def masks(lengths, n):
+        alen = torch.arange(n, device=lengths.device)
+        causal = alen[None, None, :].repeat(lengths.shape[0], n, 1) <= alen[None, :, None]
+        return causal, alen < lengths[:, None], lengths.max(), (alen * n).sum(), alen[-n + 1:]
+
+    def diagonal(x, n):
+        return x.sum(1), torch.ones(n, n, device=x.device).tril(n - 4).sum(0)
+
+    torch._dynamo.reset()
+    compiled = torch.compile(masks, backend="tpu", dynamic=True)
+    before = bounded_compiles()
+    with no_exact_size_warning(), torch.no_grad():
+        for n in (5, 6, 7):
+            lengths = torch.tensor([n - 2, n])
+            for g, w in zip(compiled(lengths.to("tpu"), n), masks(lengths, n)):
+                assert g.shape == w.shape
+                assert torch.equal(g.cpu(), w)
+    assert bounded_compiles() - before == 1
+    compiled = torch.compile(diagonal, backend="tpu", dynamic=True)
+    with torch.no_grad():
+        for n in (5, 6, 7):
+            x = torch.randn(3, n + 2)
+            for g, w in zip(compiled(x.to("tpu"), n), diagonal(x, n)):
+                assert g.shape == w.shape
+                assert_close(g.cpu(), w, **TOL)
+
+
 def test_gather_along_static_and_padded_dims():
     """gather runs padded: an MoE router's weights of its top-k experts
     (MiniMax-M2, PhiMoE: tokens padded, gathered along the experts), and

@@ -35,7 +35,7 @@ import torch
 from . import _C, auto_bucket
 from .compile_errors import annotate_node_error
 from .graph_replay import ReplayCache
-from .bounded_rules import Unsupported, dyn_dims, fixed_sizes, growth, plan, sym_expr
+from .bounded_rules import Unsupported, dyn_dims, fixed_sizes, growth, plan, sym_expr, unsafe_int_use
 
 _FUSED = 2  # runtime::EagerMode::kFused
 
@@ -180,20 +180,40 @@ class BoundedGraph:
                 for d, e in dyn_dims(val).items():
                     if e.is_Symbol:
                         self._add_symbol(e, (i, d), val.shape[d].node.shape_env)
-        if not self.symbols:
-            raise Unsupported("no symbolic sizes")
         # A symbolic int input that is no input's size (Dynamo with
-        # dynamic=True makes int arguments symbols: a window length, a
-        # count) may still shape tensors (`x[:, -w:]`, DeepseekV4,
-        # GraniteMoeSWA). It joins as an exact symbol: never bucketed, its
-        # padded value is its value (masks all true), so programs depend on
-        # it as at exact sizes while the other symbols stay bucketed.
+        # dynamic=True makes int arguments symbols: a length, a window, a
+        # count) may still shape tensors. When every use of it is one a
+        # padded size serves (bounded_rules.unsafe_int_use: the int sizes
+        # a result, `arange(slen)` in XLM's get_masks, or a rule reads its
+        # real value, `x[:, -w:]`), it is bucketed like a size, even in a
+        # graph with no symbolic input tensor; otherwise it joins as an
+        # exact symbol (`BoundedGraph.exact`): never bucketed, its padded
+        # value is its value (masks all true), so programs depend on it as
+        # at exact sizes while the other symbols stay bucketed. So does a
+        # symbol of an input's strides (Dynamo's, for strided inputs): it
+        # describes a layout, not a size.
         self.exact = set()
+        strides = set()
+        for n in self.placeholders:
+            val = n.meta.get("val")
+            if isinstance(val, torch.Tensor):
+                for st in list(val.stride()) + [val.storage_offset()]:
+                    e = sym_expr(st)
+                    if e is not None:
+                        strides |= e.free_symbols
+        unsafe = []
         for i, n in enumerate(self.placeholders):
-            e = sym_expr(n.meta.get("val"))
-            if e is not None and e.is_Symbol and e not in self.sources:
-                self._add_symbol(e, (i, None), None)
+            val = n.meta.get("val")
+            e = sym_expr(val)
+            if e is None or not e.is_Symbol or e in self.sources:
+                continue
+            why = "a stride" if e in strides else unsafe_int_use(gm, e)
+            self._add_symbol(e, (i, None), val.node.shape_env)
+            if why is not None:
                 self.exact.add(e)
+                unsafe.append(f"{e}: {why}")
+        if not set(self.symbols) - self.exact:
+            raise Unsupported("no symbolic sizes" + (f" (exact ints {'; '.join(unsafe)})" if unsafe else ""))
         for n in gm.graph.nodes:
             if n.op == "placeholder":
                 continue
@@ -253,7 +273,8 @@ class BoundedGraph:
 
     def __call__(self, args: list) -> Any:
         real = self.real_sizes(args)
-        padded = {s: v if s in self.exact else bucket(v, self.upper[s]) for s, v in real.items()}
+        # (an int symbol below 1 stays as it is: bucket() is for sizes)
+        padded = {s: v if s in self.exact or v < 1 else bucket(v, self.upper[s]) for s, v in real.items()}
         if (self.non_monotone or self.fixed) and not self._padding_holds(real, padded):
             return self.exact_runner(args)
         device = next((a.device for a in args if isinstance(a, torch.Tensor) and a.device.type == "tpu"), None)

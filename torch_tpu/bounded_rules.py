@@ -935,7 +935,7 @@ _MASKED_REDUCTIONS = {
     aten.sum.dim_IntList: lambda x: 0, aten.sum.default: lambda x: 0,
     aten.amax.default: _lowest, aten.amin.default: _highest,
     aten.argmax.default: _lowest, aten.argmin.default: _highest,
-    aten.max.dim: _lowest, aten.min.dim: _highest,
+    aten.max.dim: _lowest, aten.min.dim: _highest, aten.max.default: _lowest, aten.min.default: _highest,
     aten._softmax.default: lambda x: float("-inf"), aten._log_softmax.default: lambda x: float("-inf"),
     aten._safe_softmax.default: lambda x: float("-inf"),
     aten.logsumexp.default: lambda x: float("-inf"),
@@ -1013,6 +1013,60 @@ def _involves_padding(node) -> bool:
     if any(dyn_dims(o) for o in outs):
         return True
     return any(dyn_dims(_meta(n)) for n in _tensor_args(node))
+
+
+# Ops whose symbolic int arguments are sizes of the result (padded, a size
+# takes its bucket) or that their rules read at the real value (slice and
+# select bounds, a right pad, arange's start, a fill value); plan checks
+# the rest of each (left pads, views that interleave padding, ...).
+_INT_ARGS_SIZED = _FACTORIES | _VIEWS | {
+    aten.expand.default, aten.repeat.default, aten.select.int, aten.constant_pad_nd.default,
+}
+
+_INT_VALUED_SYM_OPS = {operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod,
+                       operator.neg, torch.sym_max, torch.sym_min, torch.sym_sum}
+
+
+def unsafe_int_use(gm: torch.fx.GraphModule, sym) -> str | None:
+    """Why the symbol `sym` of a symbolic int input that is no input's size
+    (an int argument under `dynamic=True`: XLM's `get_masks(slen, ...)`
+    makes `arange(slen)`) cannot be bucketed, or None when it can: every
+    node that takes an int involving it uses the int as a size of its
+    result (a factory, view, expand, repeat: the padded value makes the
+    padded tensor) or through a rule that reads its real value (slice
+    start and end, select index, right pad, a pointwise operand, arange
+    start, fill value), or is int arithmetic whose results are checked the
+    same way where used. Anything else (`tril(diagonal=n)`, `roll(shifts=n)`,
+    a slice step, a float or bool made from it) would see the padded value
+    where the real one counts: the symbol then stays exact."""
+    def involves(a) -> bool:
+        found = []
+        torch.fx.node.map_arg(a, lambda n: found.append(n) if isinstance(_meta(n), torch.SymInt)
+                              and sym in getattr(_meta(n).node.expr, "free_symbols", ()) else None)
+        return bool(found)
+
+    for node in gm.graph.nodes:
+        if node.op != "call_function" or not involves((node.args, node.kwargs)):
+            continue
+        t = node.target
+        if t in _INT_VALUED_SYM_OPS and isinstance(_meta(node), torch.SymInt):
+            continue
+        if isinstance(_meta(node), torch.SymBool) and all(
+                isinstance(u.target, torch._ops.OpOverload) and u.target._schema.name.split("::")[-1] in _ASSERTS
+                for u in node.users):
+            continue  # a runtime assert's condition: plan skips asserts (Dynamo's guards checked them)
+        if isinstance(t, torch._ops.OpOverload):
+            if t._schema.name.split("::")[-1] in _ASSERTS:
+                continue
+            if t is aten.slice.Tensor:
+                given = dict(zip(("input", "dim", "start", "end", "step"), node.args), **node.kwargs)
+                if involves(given.get("step")):
+                    return f"{t}: a symbolic step"
+                continue
+            if t in _INT_ARGS_SIZED or torch.Tag.pointwise in t.tags or t in _POINTWISE:
+                continue
+        return f"{getattr(t, '__name__', t)} takes it as a value"
+    return None
 
 
 def plan(node: torch.fx.Node) -> Callable:
