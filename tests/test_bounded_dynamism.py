@@ -993,3 +993,21 @@ def test_padded_graph_runs_as_its_own_program_between_host_reads():
         assert g.shape == w.shape == (1, 34, 8)
         assert_close(g.cpu(), w, **TOL)
     assert programs == 1 + 5, programs
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: (x + 1).tril(x.shape[1] - 4),
+    lambda x: (x + 1).triu(x.shape[1] - 3).sum(1),
+    lambda x: x * (x.shape[1] / 2) + 1,
+], ids=["tril_diagonal", "triu_diagonal", "symfloat_operand"])
+def test_size_used_as_a_value_is_never_its_padded_value(fn):
+    """A size used as a value and not as a size (tril's diagonal, a float
+    made from it) must be the real size: at the padded one these gave
+    silently wrong results. Such graphs run at exact sizes."""
+    torch._dynamo.reset()
+    compiled = torch.compile(fn, backend="tpu", dynamic=True)
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for n in (5, 6, 7):
+            x = torch.randn(3, n)
+            assert_close(compiled(x.to("tpu")).cpu(), fn(x), **TOL)

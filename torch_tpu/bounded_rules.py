@@ -985,24 +985,53 @@ def _is_int_type(t) -> bool:
     return isinstance(t, torch.IntType) or str(t) == "SymInt"
 
 
+# Int arguments that are sizes of the result: the padded value makes the
+# padded tensor. By name for every op, and per op where a name means a size
+# there only (eye's n is a size, randperm's n its values).
+_SIZE_ARGS = {"size", "shape", "repeats", "split_size", "split_sizes", "output_size", "length"}
+_SIZE_ARGS_OF = {"arange": {"end"}, "topk": {"k"}, "eye": {"n", "m"}, "constant_pad_nd": {"pad"},
+                 "empty_strided": {"stride"}, "new_empty_strided": {"stride"}, "linspace": {"steps"},
+                 "logspace": {"steps"}}
+
+
 def _check_sym_args_are_sizes(node) -> None:
     """A symbolic int becomes its padded value, which is right for sizes
-    only; as any other value (a fill value, an index) it needs a rule."""
+    only; as any other value (a fill value, an index, tril's diagonal,
+    roll's shifts) it needs a rule: the real value counts there, and the
+    padded one gave silently wrong results (`x.tril(x.shape[1] - 4)`). A
+    symbolic float or bool is never a size."""
     schema = node.target._schema
     by_name = {a.name: a for a in schema.arguments}
+    sizes = _SIZE_ARGS | _SIZE_ARGS_OF.get(schema.name.split("::")[-1], set())
 
     def check(a, arg):
         bad = []
-        torch.fx.node.map_arg(a, lambda n: bad.append(n) if sym_expr(_meta(n)) is not None else None)
-        # arange's `end` is a Scalar in the schema but a size in effect.
-        size_like = arg is not None and (_is_int_type(arg.type) or (arg.name == "end" and "arange" in str(node.target)))
-        if bad and not size_like:
+        torch.fx.node.map_arg(a, lambda n: bad.append(n) if _symbolic(_meta(n)) else None)
+        if not bad:
+            return
+        size_like = arg is not None and arg.name in sizes and all(isinstance(_meta(n), torch.SymInt) for n in bad)
+        if not size_like:
             raise Unsupported(f"{node.target}: symbolic value in argument '{arg.name if arg else '?'}'")
 
     for i, a in enumerate(node.args):
         check(a, schema.arguments[i] if i < len(schema.arguments) else None)
     for k, a in node.kwargs.items():
         check(a, by_name.get(k))
+
+
+def _symbolic(v) -> bool:
+    """A SymInt, SymFloat or SymBool with symbols (a size-derived value)."""
+    return isinstance(v, (torch.SymInt, torch.SymFloat, torch.SymBool)) and bool(v.node.expr.free_symbols)
+
+
+def _check_no_symbolic_floats(node) -> None:
+    """A float or bool made from a size (`x * (n / 2)`) would be computed
+    from the padded size, and no rule gives its real value."""
+    found = []
+    torch.fx.node.map_arg((node.args, node.kwargs), lambda n: found.append(n) if isinstance(
+        _meta(n), (torch.SymFloat, torch.SymBool)) and _symbolic(_meta(n)) else None)
+    if found:
+        raise Unsupported(f"{node.target}: a symbolic {type(_meta(found[0])).__name__} argument")
 
 
 def _involves_padding(node) -> bool:
@@ -1092,6 +1121,7 @@ def plan(node: torch.fx.Node) -> Callable:
         return lambda ctx, node, args, kwargs: args[0].numel()
     if not isinstance(t, torch._ops.OpOverload):
         raise Unsupported(f"call to {name or t}")
+    _check_no_symbolic_floats(node)
     if not _involves_padding(node):
         return run_plain
     x = _meta(node.args[0]) if node.args else None
