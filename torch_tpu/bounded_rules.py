@@ -985,13 +985,18 @@ def _is_int_type(t) -> bool:
     return isinstance(t, torch.IntType) or str(t) == "SymInt"
 
 
-# Int arguments that are sizes of the result: the padded value makes the
-# padded tensor. By name for every op, and per op where a name means a size
-# there only (eye's n is a size, randperm's n its values).
-_SIZE_ARGS = {"size", "shape", "repeats", "split_size", "split_sizes", "output_size", "length"}
-_SIZE_ARGS_OF = {"arange": {"end"}, "topk": {"k"}, "eye": {"n", "m"}, "constant_pad_nd": {"pad"},
-                 "empty_strided": {"stride"}, "new_empty_strided": {"stride"}, "linspace": {"steps"},
-                 "logspace": {"steps"}}
+# Int arguments that are sizes of the result, per op: the padded value makes
+# the padded tensor, whose real entries are the real result's. Elsewhere a
+# size changes values (linspace's steps, randperm's n, an interpolation's
+# output_size: its boundary reads past the real entries) and needs a rule.
+_SIZE_ARGS_OF = {
+    **{op: {"size"} for op in ("view", "_unsafe_view", "expand", "full", "zeros", "ones", "empty", "new_zeros",
+                               "new_ones", "new_empty", "new_full", "empty_permuted")},
+    **{op: {"size", "stride"} for op in ("empty_strided", "new_empty_strided")},
+    "reshape": {"shape"}, "repeat": {"repeats"}, "arange": {"end"}, "eye": {"n", "m"},
+    "split": {"split_size"}, "split_with_sizes": {"split_sizes"}, "topk": {"k"}, "constant_pad_nd": {"pad"},
+    "narrow": {"length"},
+}
 
 
 def _check_sym_args_are_sizes(node) -> None:
@@ -1002,7 +1007,7 @@ def _check_sym_args_are_sizes(node) -> None:
     symbolic float or bool is never a size."""
     schema = node.target._schema
     by_name = {a.name: a for a in schema.arguments}
-    sizes = _SIZE_ARGS | _SIZE_ARGS_OF.get(schema.name.split("::")[-1], set())
+    sizes = _SIZE_ARGS_OF.get(schema.name.split("::")[-1], set())
 
     def check(a, arg):
         bad = []
