@@ -977,14 +977,6 @@ def _preserves_padded_dims(node) -> bool:
     return True
 
 
-def _is_int_type(t) -> bool:
-    if isinstance(t, torch.OptionalType):
-        t = t.getElementType()
-    if isinstance(t, torch.ListType):
-        t = t.getElementType()
-    return isinstance(t, torch.IntType) or str(t) == "SymInt"
-
-
 # Int arguments that are sizes of the result, per op: the padded value makes
 # the padded tensor, whose real entries are the real result's. Elsewhere a
 # size changes values (linspace's steps, randperm's n, an interpolation's
@@ -1003,19 +995,16 @@ def _check_sym_args_are_sizes(node) -> None:
     """A symbolic int becomes its padded value, which is right for sizes
     only; as any other value (a fill value, an index, tril's diagonal,
     roll's shifts) it needs a rule: the real value counts there, and the
-    padded one gave silently wrong results (`x.tril(x.shape[1] - 4)`). A
-    symbolic float or bool is never a size."""
+    padded one gave silently wrong results (`x.tril(x.shape[1] - 4)`).
+    Symbolic floats and bools were refused before (_check_no_symbolic_floats)."""
     schema = node.target._schema
     by_name = {a.name: a for a in schema.arguments}
     sizes = _SIZE_ARGS_OF.get(schema.name.split("::")[-1], set())
 
     def check(a, arg):
         bad = []
-        torch.fx.node.map_arg(a, lambda n: bad.append(n) if _symbolic(_meta(n)) else None)
-        if not bad:
-            return
-        size_like = arg is not None and arg.name in sizes and all(isinstance(_meta(n), torch.SymInt) for n in bad)
-        if not size_like:
+        torch.fx.node.map_arg(a, lambda n: bad.append(n) if sym_expr(_meta(n)) is not None else None)
+        if bad and (arg is None or arg.name not in sizes):
             raise Unsupported(f"{node.target}: symbolic value in argument '{arg.name if arg else '?'}'")
 
     for i, a in enumerate(node.args):
@@ -1024,17 +1013,12 @@ def _check_sym_args_are_sizes(node) -> None:
         check(a, by_name.get(k))
 
 
-def _symbolic(v) -> bool:
-    """A SymInt, SymFloat or SymBool with symbols (a size-derived value)."""
-    return isinstance(v, (torch.SymInt, torch.SymFloat, torch.SymBool)) and bool(v.node.expr.free_symbols)
-
-
 def _check_no_symbolic_floats(node) -> None:
     """A float or bool made from a size (`x * (n / 2)`) would be computed
     from the padded size, and no rule gives its real value."""
     found = []
     torch.fx.node.map_arg((node.args, node.kwargs), lambda n: found.append(n) if isinstance(
-        _meta(n), (torch.SymFloat, torch.SymBool)) and _symbolic(_meta(n)) else None)
+        _meta(n), (torch.SymFloat, torch.SymBool)) and _meta(n).node.expr.free_symbols else None)
     if found:
         raise Unsupported(f"{node.target}: a symbolic {type(_meta(found[0])).__name__} argument")
 
