@@ -544,12 +544,25 @@ class XlaRuntime final : public Runtime {
         py::tuple shape(t.dims.size());
         for (size_t i = 0; i < t.dims.size(); ++i) shape[i] = t.dims[i];
         py::object aval = shaped_array_(shape, np_dtypes_[static_cast<int>(t.element)]);
-        handlers.append(array_result_handler_(aval, shardings_[device], py::arg("committed") = true,
-                                              py::arg("_skip_checks") = true));
+        handlers.append(result_handler(aval, shardings_[device]));
       }
       exe.set_fast_path(loaded.attr("execute_sharded"), handlers);
     } catch (py::error_already_set&) {
     }
+  }
+
+  // jaxlib 0.10 takes `_skip_checks` (the sharding is known to fit);
+  // 0.11 dropped the argument.
+  py::object result_handler(const py::object& aval, const py::object& sharding) {
+    if (handler_skips_checks_) {
+      try {
+        return array_result_handler_(aval, sharding, py::arg("committed") = true, py::arg("_skip_checks") = true);
+      } catch (py::error_already_set& e) {
+        if (!e.matches(PyExc_TypeError)) throw;
+        handler_skips_checks_ = false;
+      }
+    }
+    return array_result_handler_(aval, sharding, py::arg("committed") = true);
   }
 
   py::object compile_options(int device) {
@@ -882,6 +895,7 @@ class XlaRuntime final : public Runtime {
   py::object backend_, compile_options_cls_, device_assignment_cls_, device_list_cls_, batched_device_put_, immutable_during_call_, zero_copy_,
       shaped_array_, numpy_, array_result_handler_, batched_block_until_ready_;
   std::vector<py::object> devices_, global_devices_, shardings_, np_dtypes_;
+  bool handler_skips_checks_ = true;  // result_handler(): jaxlib takes `_skip_checks`
   std::unordered_map<std::string, py::object> avals_;  // aval(): by type
   PlatformInfo info_;
   JobInfo job_;
