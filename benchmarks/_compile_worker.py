@@ -98,6 +98,13 @@ def setup_torch(cfg, backend=None):
         torch.set_num_threads(cfg["threads"]) if cfg.get("threads") else None
         what = "torch.compile(backend='inductor')" if kind == "inductor" else "PyTorch eager"
         notes.append(f"{what} on CPU, {torch.get_num_threads()} threads")
+    elif kind in ("cuda", "inductor_cuda"):
+        # The reference on a GPU machine: PyTorch's own CUDA path, on the
+        # same GPU that XLA runs torch_tpu's programs on.
+        device = "cuda"
+        model = model.to(device)
+        what = "torch.compile(backend='inductor')" if kind == "inductor_cuda" else "PyTorch eager"
+        notes.append(f"{what} on {torch.cuda.get_device_name()}")
     else:
         import torch_tpu
 
@@ -116,7 +123,7 @@ def setup_torch(cfg, backend=None):
 
     mode = "fused" if kind == "fused" else "strict"
     train_fn, infer_fn, opt_step = WithLoss(model), model, opt.step
-    if kind in ("compiled", "inductor"):
+    if kind in ("compiled", "inductor", "inductor_cuda"):
         name = "tpu" if kind == "compiled" else "inductor"
         backend = backend or name
         train_fn = torch.compile(train_fn, backend=backend)
@@ -154,6 +161,9 @@ def setup_torch(cfg, backend=None):
     if device == "tpu":
         def sync(_outs):
             torch.tpu.synchronize()
+    elif device == "cuda":
+        def sync(_outs):
+            torch.cuda.synchronize()
     else:
         def sync(_outs):
             pass  # CPU ops have finished when they return

@@ -25,6 +25,8 @@ Configurations:
             in jax; inference is torchax.compile(model)
   inductor  torch.compile (PyTorch's default backend, inductor) on CPU,
             optimizer step compiled likewise
+  cuda, inductor_cuda  PyTorch eager and inductor on a CUDA GPU (not in the
+            default kinds; with --jax-platform '' torch_tpu runs on that GPU)
 Every process starts from the same CPU-drawn weights and batch, so the losses
 must agree; torch_tpu's and inductor's compilation caches point at an empty temporary
 directory (jax's persistent cache is off), so "first call" is a cold compile
@@ -50,7 +52,7 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-KINDS = ("strict", "fused", "compiled", "compiled3", "cpu", "torchax", "inductor")
+KINDS = ("strict", "fused", "compiled", "compiled3", "cpu", "torchax", "inductor", "cuda", "inductor_cuda")
 # Goals (issue 14), per model: (faster kind, slower kind, at least this
 # ratio of training throughput). First-call goals: (kind, other, at most
 # this ratio of first-call seconds).
@@ -69,10 +71,11 @@ def run_worker(kind, args, cache_root):
     cfg = dict(kind=kind, shape=args.model, layers=args.layers, attn=args.attn, batch=args.batch, seq=args.seq,
                steps=args.steps, warmup=args.warmup, lr=args.lr, compile_opt=args.compile_opt)
     env = dict(os.environ)
-    env["JAX_PLATFORMS"] = "cpu"
+    if args.jax_platform:
+        env["JAX_PLATFORMS"] = args.jax_platform
     if kind == "compiled3":
         env["TORCH_TPU_REPLAY_CHAIN"] = "0"
-    if kind in ("torchax", "inductor", "cpu"):
+    if kind in ("torchax", "inductor", "cpu", "cuda", "inductor_cuda"):
         # torchax renames the PrivateUse1 backend to "jax", which fails once
         # torch_tpu (auto-loaded by `import torch`) has claimed it; inductor
         # does not need torch_tpu either.
@@ -140,7 +143,10 @@ def main():
     p.add_argument("--lr", type=float, default=3e-4)
     p.add_argument("--no-compile-opt", dest="compile_opt", action="store_false",
                    help="compiled/inductor: run optimizer.step eagerly instead of torch.compile(opt.step)")
-    p.add_argument("--kinds", default=",".join(KINDS))
+    p.add_argument("--kinds", default=",".join(KINDS[:7]))
+    p.add_argument("--jax-platform", default="cpu",
+                   help="JAX_PLATFORMS of every process ('' leaves jax's choice: the GPU on a GPU machine, where the "
+                        "kinds cuda and inductor_cuda give PyTorch's own GPU figures)")
     p.add_argument("--warm-caches", action="store_true", help="use the normal compilation caches (first call may load)")
     p.add_argument("--repeats", type=int, default=3,
                    help="rounds over all configurations, interleaved; medians over rounds (steadier on a busy machine)")

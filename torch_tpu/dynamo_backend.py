@@ -188,8 +188,9 @@ def _add_to_registry(registry) -> None:
 
     fake_impls.install()  # fake kernels Dynamo needs for tpu tensors
     registry._BACKENDS.setdefault("tpu", _LazyBackend())
-    # Only where the user has not chosen another default.
-    if registry.get_default_backend() == "inductor":
+    # Only where the user has not chosen another default (torch before 2.13
+    # has no settable default backend: torch.compile() means inductor there).
+    if hasattr(registry, "get_default_backend") and registry.get_default_backend() == "inductor":
         registry.set_default_backend(_default_backend)
 
 

@@ -58,4 +58,6 @@ def install() -> None:
     global _installed
     if not _installed:
         _installed = True
-        torch.library.register_fake("aten::_grouped_mm", _grouped_mm_fake)
+        # allow_override: torch 2.11's default refuses an op that already
+        # has a Meta kernel (2.13's default allows it).
+        torch.library.register_fake("aten::_grouped_mm", _grouped_mm_fake, allow_override=True)

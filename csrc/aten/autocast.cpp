@@ -30,6 +30,11 @@ using at::Scalar;
 using at::ScalarType;
 using at::Tensor;
 using c10::IntArrayRef;
+#if __has_include(<ATen/core/Dimname.h>)
+// Named in the op lists of torch 2.11's autocast_mode.h (named tensors are
+// gone from 2.13's).
+using at::DimnameList;
+#endif
 
 TORCH_LIBRARY_IMPL(_, AutocastPrivateUse1, m) { m.fallback(torch::CppFunction::makeFallthrough()); }
 

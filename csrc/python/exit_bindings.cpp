@@ -13,6 +13,7 @@
 // and its own graph holds only tensors Python never saw (no GIL needed to
 // drop them).
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>  // at::AutoGradMode (not through ATen.h in torch 2.11)
 #include <pybind11/pybind11.h>
 #include <torch/csrc/autograd/autograd.h>
 
