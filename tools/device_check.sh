@@ -22,7 +22,6 @@ JOBS=${JOBS:-$(nproc)}
 # Several test workers share one GPU: no worker may take most of its memory
 # up front (jax preallocates 75% by default).
 export XLA_PYTHON_CLIENT_PREALLOCATE=false PYTHONUNBUFFERED=1
-export TORCH_TPU_CACHE_DIR="$OUT/xla_cache_unused" TORCH_TPU_PERSISTENT_CACHE=0
 
 step() { echo; echo "=== $1 ($(date -u +%H:%M:%S))"; }
 has() { [[ " $STEPS " == *" $1 "* ]]; }
@@ -71,10 +70,10 @@ fi
 
 if has bench; then
   step bench
-  timeout "${BENCH_LIMIT:-120}" $PY benchmarks/eager_overhead.py --iters 2000 2>&1 | tee "$OUT/bench_eager.log"
-  kinds=strict,fused,compiled
-  $PY -c "import torch; assert torch.cuda.is_available()" 2>/dev/null && kinds=$kinds,cuda,inductor_cuda
+  timeout "${BENCH_LIMIT:-120}" $PY benchmarks/eager_overhead.py --iters 1000 2>&1 | tee "$OUT/bench_eager.log"
+  kinds=${BENCH_KINDS:-compiled,strict,fused}
+  $PY -c "import torch; assert torch.cuda.is_available()" 2>/dev/null && kinds=${BENCH_KINDS:-compiled,cuda,strict,inductor_cuda}
   timeout "${COMPILE_LIMIT:-200}" $PY benchmarks/compile.py --model small --jax-platform "" --kinds "$kinds" \
-    --repeats 1 --steps 10 --timeout 150 2>&1 | tee "$OUT/bench_compile.log"
+    --repeats 1 --steps 5 --warmup 2 --timeout 150 2>&1 | tee "$OUT/bench_compile.log"
 fi
 step done
