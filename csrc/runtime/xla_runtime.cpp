@@ -482,6 +482,7 @@ class XlaRuntime final : public Runtime {
       base_key_inputs_["jax_version"] = py::str(py::module_::import("jax").attr("__version__"));
       base_key_inputs_["jaxlib_version"] = py::str(py::module_::import("jax._src.lib").attr("version_str"));
       base_key_inputs_["platform"] = info_.platform;
+      if (info_.platform != "cpu") base_key_inputs_["allow_excess_precision"] = "0";  // new_compile_options()
       base_key_inputs_["platform_version"] = py::str(backend_.attr("platform_version"));
       base_key_inputs_["device_kind"] = info_.device_kind;
       base_key_inputs_["device_count"] = std::to_string(devices_.size());
@@ -522,7 +523,7 @@ class XlaRuntime final : public Runtime {
         assignment += (i ? "," : "") + std::to_string(device_ids[i]);
       }
       py::object dl = device_list_cls_(devs);
-      py::object options = compile_options_cls_();
+      py::object options = new_compile_options();
       options.attr("num_replicas") = static_cast<int>(device_ids.size());
       options.attr("device_assignment") = device_assignment_cls_.attr("create")(numpy_.attr("array")(grid, "int32"));
       return std::make_shared<JaxExecutable>(load_or_compile(text, dl, options, device, assignment, what), device,
@@ -565,9 +566,25 @@ class XlaRuntime final : public Runtime {
     return array_result_handler_(aval, sharding, py::arg("committed") = true);
   }
 
+  // Compile options every program gets. Off XLA:CPU, XLA's default
+  // `xla_allow_excess_precision` lets it drop a round trip through a
+  // narrower type (convert f32 -> bf16 -> f32): on a GPU that undid the
+  // bf16 passes of the fp32 matmul precisions "medium"/"high" (their result
+  // became the fp32 one) and would skip the per-op roundings that make a
+  // bf16 op give PyTorch's answer. XLA:CPU keeps them at its default.
+  py::object new_compile_options() {
+    py::object options = compile_options_cls_();
+    if (info_.platform != "cpu") {
+      py::list overrides;
+      overrides.append(py::make_tuple("xla_allow_excess_precision", py::bool_(false)));
+      options.attr("env_option_overrides") = overrides;
+    }
+    return options;
+  }
+
   py::object compile_options(int device) {
     // The device assignment pins the single replica to this device.
-    py::object options = compile_options_cls_();
+    py::object options = new_compile_options();
     py::list grid;
     grid.append(py::make_tuple(devices_[device].attr("id")));
     options.attr("device_assignment") = device_assignment_cls_.attr("create")(numpy_.attr("array")(grid, "int32"));
