@@ -295,6 +295,12 @@ class Block(nn.Module):
         return torch.relu(self.lin(x)) * 2 + 1
 
 
+# torch before 2.13 has no settable default backend: torch.compile() is inductor.
+_settable_default = pytest.mark.skipif(not hasattr(torch._dynamo.backends.registry, "get_default_backend"),
+                                       reason="this torch has no settable default Dynamo backend")
+
+
+@_settable_default
 @pytest.mark.usefixtures("fresh_dynamo")
 def test_compile_default_backend_is_tpu_for_tpu_inputs():
     torch.manual_seed(0)
@@ -314,6 +320,7 @@ def test_compile_inductor_on_tpu_inputs_names_tpu_backend():
         torch.compile(m, backend="inductor")(torch.randn(3, 4, device="tpu"))
 
 
+@_settable_default
 @pytest.mark.usefixtures("fresh_dynamo")
 def test_compile_default_backend_is_inductor_for_cpu_inputs(monkeypatch):
     from torch._dynamo.backends.registry import get_default_backend
