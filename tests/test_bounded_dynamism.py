@@ -1011,3 +1011,31 @@ def test_size_used_as_a_value_is_never_its_padded_value(fn):
         for n in (5, 6, 7):
             x = torch.randn(3, n)
             assert_close(compiled(x.to("tpu")).cpu(), fn(x), **TOL)
+
+
+def test_fresh_input_filling_its_bucket_gets_the_buckets_layout():
+    """A graph input made outside the graph (eager ops, a step that Dynamo
+    left untraced: DeepseekV4's decode steps past its recompile limit) that
+    fills its bucket exactly, size 16 of bucket 16 here, was taken as it
+    is, contiguous, while every other size of the bucket is copied into
+    storage with room for the graph's growth (pad_to): two layouts, two
+    programs for the bucket. Every size of the bucket now has the room
+    layout: one program for sizes 9..16."""
+    def attn(x, k):
+        k = torch.cat([k, x], 1)
+        w = (k @ x.transpose(1, 2)).softmax(1)
+        return (w * k).sum(1, keepdim=True), k
+
+    torch._dynamo.reset()
+    compiled = torch.compile(attn, backend="tpu", dynamic=True)
+    torch.manual_seed(0)
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("error")  # a graph run at exact sizes warns
+        before = bounded_compiles()
+        for n in (9, 12, 16, 13, 16):
+            x, k = torch.randn(1, 1, 8), torch.randn(1, n, 8)
+            got, want = compiled(x.to("tpu"), k.to("tpu")), attn(x, k)
+            for g, w in zip(got, want):
+                assert g.shape == w.shape
+                assert_close(g.cpu(), w, **TOL)
+    assert bounded_compiles() - before == 1

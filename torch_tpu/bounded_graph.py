@@ -292,7 +292,7 @@ class BoundedGraph:
                 room = list(shape)
                 for d, e in dyn_dims(val).items():
                     room[d] += self.growth.get(e, 0)
-                inputs.append(pad_to(a, shape, room))
+                inputs.append(pad_to(a, shape, room, full_gets_room=True))
             else:
                 inputs.append(a)
         targets = [args[i] for i, _ in self.mutations]
@@ -535,19 +535,29 @@ def _nodes(spec) -> list:
     return [spec] if isinstance(spec, torch.fx.Node) else []
 
 
-def pad_to(t: torch.Tensor, shape: list, room: list | None = None) -> torch.Tensor:
+def pad_to(t: torch.Tensor, shape: list, room: list | None = None, full_gets_room: bool = False) -> torch.Tensor:
     """`t` padded at the end of each dim to `shape`. A view over t's storage
     when it is large enough (a result narrowed by an earlier call usually
     is), else a view of a padded copy of size `room` (>= shape): the layout
     the graph's own results will have in this bucket, so the next call,
-    given one of them, sees the same strides and reuses the program."""
-    if list(t.shape) == list(shape):
-        return t
-    last = t.storage_offset() + sum((s - 1) * st for s, st in zip(shape, t.stride()))
-    capacity = t.untyped_storage().nbytes() // t.element_size()
-    if all(st > 0 for st, s in zip(t.stride(), shape) if s > 1) and last < capacity:
-        return t.as_strided(shape, t.stride(), t.storage_offset())
+    given one of them, sees the same strides and reuses the program.
+    With `full_gets_room` (a padded graph's inputs), a contiguous `t` that
+    already has `shape` gets the room layout as well."""
     room = room or shape
+    if list(t.shape) == list(shape):
+        # A contiguous tensor that fills the bucket exactly (made outside
+        # the graph: eager ops, a step Dynamo left untraced) would come in
+        # with its own strides, while every smaller size of the bucket is
+        # copied into storage with room (below): two layouts, two programs
+        # for one bucket. It gets the room layout too, unless it has it.
+        if (not full_gets_room or list(room) == list(shape) or not t.is_contiguous()
+                or _has_layout(t, room)):
+            return t
+    else:
+        last = t.storage_offset() + sum((s - 1) * st for s, st in zip(shape, t.stride()))
+        capacity = t.untyped_storage().nbytes() // t.element_size()
+        if all(st > 0 for st, s in zip(t.stride(), shape) if s > 1) and last < capacity:
+            return t.as_strided(shape, t.stride(), t.storage_offset())
     pad = []
     for have, want in reversed(list(zip(t.shape, room))):
         pad += [0, want - have]
@@ -556,6 +566,18 @@ def pad_to(t: torch.Tensor, shape: list, room: list | None = None) -> torch.Tens
         if want != have:
             out = out.narrow(d, 0, want)
     return out
+
+
+def _has_layout(t: torch.Tensor, room: list) -> bool:
+    """Whether `t`'s strides are those of a contiguous tensor of size `room`
+    narrowed to t's shape. Every dim's, size-1 dims too: a program's key
+    holds them (a stride of 128 against 136 made a second program)."""
+    want, acc = [], 1
+    for s in reversed(list(room)):
+        want.append(acc)
+        acc *= s
+    want.reverse()
+    return list(t.stride()) == want
 
 
 def _unpad(spec, outs, real: dict, room=None):
