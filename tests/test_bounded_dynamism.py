@@ -836,27 +836,52 @@ def test_repeat_of_static_and_size_one_dims_runs_padded():
         run_sizes(lambda x: x.repeat(1, 2) * 2, [5, 6], lambda n: [torch.randn(2, n)], {0: 1})
 
 
+def _tail_past_last_window(x, c):
+    """The entries past the last full window of c.shape[0], as DeepseekV4's
+    compressor keeps them: (n + 1) mod w of them."""
+    y = torch.cat([x, x[:, -1:]], 1)
+    k = (y.shape[1] // c.shape[0]) * c.shape[0]
+    return y[:, k:] * 2
+
+
 def test_size_smaller_padded_than_real_runs_that_call_exact():
     """A size that is not monotone in its symbols, (n + 1) mod w here
     (DeepseekV4's compressor keeps the tokens past the last full window),
-    can be smaller at the padded sizes than at the real ones: n = 5 pads to
-    8, and 9 mod 8 = 1 < 6 = 6 mod 8. Run padded, the result had one row
-    and narrowing it to the real six raised. Such a call runs at its exact
-    sizes, with a warning naming the size."""
-    def fn(x, c):
-        y = torch.cat([x, x[:, -1:]], 1)
-        k = (y.shape[1] // c.shape[0]) * c.shape[0]
-        return y[:, k:] * 2
-
+    can be smaller at the padded sizes than at the real ones. Run padded,
+    the result had too few rows and narrowing it to the real ones raised.
+    Where lowering the padded n cannot help (w = 6 pads to 8: the divisor
+    itself differs, n = 7 pads to 8 and 9 mod 8 = 1 < 2 = 8 mod 6) the call
+    runs at its exact sizes, with a warning naming the size."""
     torch._dynamo.reset()
-    compiled = torch.compile(fn, backend="tpu", dynamic=True)
-    c = torch.zeros(8)
+    compiled = torch.compile(_tail_past_last_window, backend="tpu", dynamic=True)
+    c = torch.zeros(6)
     with torch.no_grad(), pytest.warns(UserWarning, match="smaller padded than real"):
-        for n in (5, 7, 6, 9):  # 7: 9 mod 8 = 1 >= 0 = 8 mod 8, runs padded
+        for n in (5, 7, 6, 10):  # 5, 6 run padded (bucket 8: 9 mod 8 = 1 >= 0, 1), 7 and 10 exact
             x = torch.randn(3, n, 2)
-            got, want = compiled(x.to("tpu"), c.to("tpu")), fn(x, c)
+            got, want = compiled(x.to("tpu"), c.to("tpu")), _tail_past_last_window(x, c)
             assert got.shape == want.shape
             assert_close(got.cpu(), want, **TOL)
+
+
+def test_size_smaller_padded_than_real_lowers_the_padded_size():
+    """(n + 1) mod 8 for n from 9 to 14 is 2..7, but at their bucket 16 it
+    is 17 mod 8 = 1: each of these sizes ran at its exact sizes, one program
+    per size (DeepseekV4's HCA compressor, w = 128, from n = 65 on). The
+    padded n is lowered instead to the largest value with the same quotient
+    (n + 1) // 8 = 1, 14: one program for the six sizes, CPU's results, no
+    call at exact sizes (no warning)."""
+    torch._dynamo.reset()
+    compiled = torch.compile(_tail_past_last_window, backend="tpu", dynamic=True)
+    c = torch.zeros(8)
+    before = bounded_compiles()
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("error")  # a call run at exact sizes warns
+        for n in (9, 12, 14, 10, 11, 13):
+            x = torch.randn(3, n, 2)
+            got, want = compiled(x.to("tpu"), c.to("tpu")), _tail_past_last_window(x, c)
+            assert got.shape == want.shape
+            assert_close(got.cpu(), want, **TOL)
+    assert bounded_compiles() - before == 1
 
 
 @pytest.mark.parametrize("chunk", [4, 16])
@@ -1011,3 +1036,31 @@ def test_size_used_as_a_value_is_never_its_padded_value(fn):
         for n in (5, 6, 7):
             x = torch.randn(3, n)
             assert_close(compiled(x.to("tpu")).cpu(), fn(x), **TOL)
+
+
+def test_fresh_input_filling_its_bucket_gets_the_buckets_layout():
+    """A graph input made outside the graph (eager ops, a step that Dynamo
+    left untraced: DeepseekV4's decode steps past its recompile limit) that
+    fills its bucket exactly, size 16 of bucket 16 here, was taken as it
+    is, contiguous, while every other size of the bucket is copied into
+    storage with room for the graph's growth (pad_to): two layouts, two
+    programs for the bucket. Every size of the bucket now has the room
+    layout: one program for sizes 9..16."""
+    def attn(x, k):
+        k = torch.cat([k, x], 1)
+        w = (k @ x.transpose(1, 2)).softmax(1)
+        return (w * k).sum(1, keepdim=True), k
+
+    torch._dynamo.reset()
+    compiled = torch.compile(attn, backend="tpu", dynamic=True)
+    torch.manual_seed(0)
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("error")  # a graph run at exact sizes warns
+        before = bounded_compiles()
+        for n in (9, 12, 16, 13, 16):
+            x, k = torch.randn(1, 1, 8), torch.randn(1, n, 8)
+            got, want = compiled(x.to("tpu"), k.to("tpu")), attn(x, k)
+            for g, w in zip(got, want):
+                assert g.shape == w.shape
+                assert_close(g.cpu(), w, **TOL)
+    assert bounded_compiles() - before == 1

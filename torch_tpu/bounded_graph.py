@@ -166,7 +166,7 @@ class BoundedGraph:
 
     def __init__(self, gm: torch.fx.GraphModule, exact: Callable[[list], Any]):
         self.gm = gm
-        self.exact_runner = exact  # runs a call whose padding would not hold (_padding_holds)
+        self.exact_runner = exact  # runs a call whose padding would not hold (_padding_for)
         self.placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
         self.symbols = []  # sympy symbols, in the order of the real-values tensor
         self.upper = {}
@@ -236,7 +236,7 @@ class BoundedGraph:
         # the rules run them as static dims, which a guard broken at the
         # padded sizes would make wrong. Checked per call as well.
         self.fixed = {e: v for n in gm.graph.nodes for e, v in _fixed(n.meta.get("val")).items()}
-        self._holds = {}  # real sizes -> _check_padding's answer
+        self._holds = {}  # real sizes -> the padded sizes to run at, or None (_padding_for)
         self._warned_shrink = self._warned_fixed = False
         self.steps = []
         for n in gm.graph.nodes:
@@ -275,8 +275,10 @@ class BoundedGraph:
         real = self.real_sizes(args)
         # (an int symbol below 1 stays as it is: bucket() is for sizes)
         padded = {s: v if s in self.exact or v < 1 else bucket(v, self.upper[s]) for s, v in real.items()}
-        if (self.non_monotone or self.fixed) and not self._padding_holds(real, padded):
-            return self.exact_runner(args)
+        if self.non_monotone or self.fixed:
+            padded = self._padding_for(real, padded)
+            if padded is None:
+                return self.exact_runner(args)
         device = next((a.device for a in args if isinstance(a, torch.Tensor) and a.device.type == "tpu"), None)
         real_t = torch.tensor([real[s] for s in self.symbols], dtype=torch.int64)
         real_t = real_t.to(device) if device is not None else real_t
@@ -292,7 +294,7 @@ class BoundedGraph:
                 room = list(shape)
                 for d, e in dyn_dims(val).items():
                     room[d] += self.growth.get(e, 0)
-                inputs.append(pad_to(a, shape, room))
+                inputs.append(pad_to(a, shape, room, full_gets_room=True))
             else:
                 inputs.append(a)
         targets = [args[i] for i, _ in self.mutations]
@@ -308,22 +310,72 @@ class BoundedGraph:
                 target.copy_(_unpad(n, new, real))
         return _unpad(self.output.args[0], outs, real, self._room)
 
-    def _padding_holds(self, real: dict, padded: dict) -> bool:
-        """Whether every fixed size keeps its value padded and every
-        non-monotone size is at least as large padded as real; warns once
-        per graph (naming the size) when one does not.
+    def _padding_for(self, real: dict, padded: dict) -> dict | None:
+        """The padded sizes a call runs at: the buckets when every fixed size
+        keeps its value there and every non-monotone size is at least as
+        large padded as real; else the buckets lowered where that makes it
+        hold (_capped); else None (the call runs at its exact sizes), with
+        a warning once per graph naming the size.
         Memoized on the real sizes: sympy is slow for a decode step."""
         key = tuple(real.values())
-        holds = self._holds.get(key)
-        if holds is None:
-            holds = self._holds[key] = self._check_padding(real, padded)
-        return holds
+        if key not in self._holds:
+            if self._check_padding(real, padded, warn=False):
+                fit = padded
+            else:
+                fit = self._capped(real, padded)
+                if fit is None or not self._check_padding(real, fit, warn=False):
+                    self._check_padding(real, padded)  # warns
+                    fit = None
+            self._holds[key] = fit
+        return self._holds[key]
 
-    def _check_padding(self, real: dict, padded: dict) -> bool:
+    def _capped(self, real: dict, padded: dict) -> dict | None:
+        """`padded` with symbols lowered so that no non-monotone size
+        shrinks, or None. Such a size takes a remainder, (n + 1) mod w =
+        n + 1 - w*((n + 1)//w) (DeepseekV4's compressor keeps the tokens
+        past its last full window): it shrinks padded when the padded n
+        crosses a multiple of w that the real one does not (n = 66 of bucket
+        128, w = 128: 1 against 67). Each floor division or Mod a // q in
+        it, with q the same padded and real and a = c*s + rest (c > 0), has
+        the same quotient k = a // q padded as real when s is at most
+        (q*(k + 1) - 1 - rest) // c: s's padded value is lowered to that.
+        It depends on the real sizes only through k and the buckets, so a
+        bucket splits into at most a few programs, not one per size (here
+        n from 65 to 126 runs padded to 126)."""
+        from torch.utils._sympy.functions import FloorDiv, Mod, PythonMod
+
+        at_real = _Call(real, None, {})
+        out = dict(padded)
+        try:
+            for e in self.non_monotone:
+                if _Call(out, None, {}).padded_int(e) >= at_real.padded_int(e):
+                    continue
+                for f in sorted(e.atoms(FloorDiv, Mod, PythonMod), key=str):
+                    a, q = f.args
+                    qv = at_real.padded_int(q)
+                    if qv <= 0 or _Call(out, None, {}).padded_int(q) != qv:
+                        return None
+                    k = at_real.padded_int(a) // qv
+                    for sym in sorted(a.free_symbols, key=str):
+                        if sym in self.exact or out.get(sym, 0) <= real.get(sym, 0):
+                            continue
+                        c = sympy.diff(a, sym)
+                        rest = sympy.expand(a - c * sym)
+                        if not (c.is_Integer and int(c) > 0) or rest.has(sym):
+                            return None
+                        cap = (qv * (k + 1) - 1 - _Call(out, None, {}).padded_int(rest)) // int(c)
+                        if cap < real[sym]:
+                            return None
+                        out[sym] = min(out[sym], cap)
+        except (TypeError, ValueError, ZeroDivisionError, KeyError):  # a form this does not handle
+            return None
+        return out
+
+    def _check_padding(self, real: dict, padded: dict, warn: bool = True) -> bool:
         at_real, at_padded = _Call(real, None, {}), _Call(padded, None, {})
         for e, v in self.fixed.items():
             if at_padded.padded_int(e) != v:
-                if not self._warned_fixed:
+                if warn and not self._warned_fixed:
                     self._warned_fixed = True
                     warnings.warn(f"torch_tpu: the size {e} of this graph, {v} at the sizes it was traced for, "
                                   f"is {at_padded.padded_int(e)} padded at "
@@ -332,7 +384,7 @@ class BoundedGraph:
                 return False
         for e in self.non_monotone:
             if at_padded.padded_int(e) < at_real.padded_int(e):
-                if not self._warned_shrink:
+                if warn and not self._warned_shrink:
                     self._warned_shrink = True
                     warnings.warn(f"torch_tpu: the size {e} of this graph is smaller padded than real at "
                                   f"{ {str(s): v for s, v in real.items() if s in e.free_symbols} }; "
@@ -535,19 +587,29 @@ def _nodes(spec) -> list:
     return [spec] if isinstance(spec, torch.fx.Node) else []
 
 
-def pad_to(t: torch.Tensor, shape: list, room: list | None = None) -> torch.Tensor:
+def pad_to(t: torch.Tensor, shape: list, room: list | None = None, full_gets_room: bool = False) -> torch.Tensor:
     """`t` padded at the end of each dim to `shape`. A view over t's storage
     when it is large enough (a result narrowed by an earlier call usually
     is), else a view of a padded copy of size `room` (>= shape): the layout
     the graph's own results will have in this bucket, so the next call,
-    given one of them, sees the same strides and reuses the program."""
-    if list(t.shape) == list(shape):
-        return t
-    last = t.storage_offset() + sum((s - 1) * st for s, st in zip(shape, t.stride()))
-    capacity = t.untyped_storage().nbytes() // t.element_size()
-    if all(st > 0 for st, s in zip(t.stride(), shape) if s > 1) and last < capacity:
-        return t.as_strided(shape, t.stride(), t.storage_offset())
+    given one of them, sees the same strides and reuses the program.
+    With `full_gets_room` (a padded graph's inputs), a contiguous `t` that
+    already has `shape` gets the room layout as well."""
     room = room or shape
+    if list(t.shape) == list(shape):
+        # A contiguous tensor that fills the bucket exactly (made outside
+        # the graph: eager ops, a step Dynamo left untraced) would come in
+        # with its own strides, while every smaller size of the bucket is
+        # copied into storage with room (below): two layouts, two programs
+        # for one bucket. It gets the room layout too, unless it has it.
+        if (not full_gets_room or list(room) == list(shape) or not t.is_contiguous()
+                or _has_layout(t, room)):
+            return t
+    else:
+        last = t.storage_offset() + sum((s - 1) * st for s, st in zip(shape, t.stride()))
+        capacity = t.untyped_storage().nbytes() // t.element_size()
+        if all(st > 0 for st, s in zip(t.stride(), shape) if s > 1) and last < capacity:
+            return t.as_strided(shape, t.stride(), t.storage_offset())
     pad = []
     for have, want in reversed(list(zip(t.shape, room))):
         pad += [0, want - have]
@@ -556,6 +618,18 @@ def pad_to(t: torch.Tensor, shape: list, room: list | None = None) -> torch.Tens
         if want != have:
             out = out.narrow(d, 0, want)
     return out
+
+
+def _has_layout(t: torch.Tensor, room: list) -> bool:
+    """Whether `t`'s strides are those of a contiguous tensor of size `room`
+    narrowed to t's shape. Every dim's, size-1 dims too: a program's key
+    holds them (a stride of 128 against 136 made a second program)."""
+    want, acc = [], 1
+    for s in reversed(list(room)):
+        want.append(acc)
+        acc *= s
+    want.reverse()
+    return list(t.stride()) == want
 
 
 def _unpad(spec, outs, real: dict, room=None):
