@@ -405,6 +405,15 @@ NOTES = [
     "GPTNeoX, BigBird, AXK2, GraniteMoeSWA, Mistral, Mixtral, Qwen2Moe 7 each (pass, unchanged). "
     "With the final per-op list of size arguments (05:22, load ~1): Llama, AXK2, Qwen3Next, "
     "GraniteMoeHybrid 7 each (pass), XLM 26 (fails), as before it.",
+    "Dec 4 (07:27 UTC, load ~1, `--only DeepseekV4ForCausalLM --rerun --workers 1 --timeout 500`): "
+    "DeepseekV4ForCausalLM 22 -> 19 fused programs, CPU's tokens, still failing: a padded graph's input "
+    "that exactly fills its bucket now gets the bucket's room layout (it made a second program per "
+    "bucket), and a remainder (n + 1) mod w that would shrink padded lowers the padded length to the "
+    "largest with the same quotient instead of running exact (design.md, Bounded dynamism). The rest is "
+    "Dynamo's: the compressor's 4 phases make 8 frames and reach its recompile limit, as on CPU with "
+    "backend='eager', and the prefill's chunk view stays refused. ModernBertDecoderForCausalLM's 10 "
+    "programs (not re-run) are the minimum for its 5 Dynamo graphs: 3 retraces at the sliding-window "
+    "boundary that CPU with backend='eager' shows too (the model's own guards on the cache length).",
 ]
 # Backend fixes that zoo failures led to (kept in the report by hand).
 FIXED = [
