@@ -12,6 +12,17 @@
 #
 # The `device` tool's machines have no network: the machine's python3 must
 # already hold torch, jax (with its GPU plugin), numpy, pytest, pytest-xdist.
+#
+# Building here for that machine (its image: Python 3.12, torch 2.11, jax
+# 0.11.2), which also tests those versions on CPU before any device time:
+#   $(ls -d ~/.pyenv/versions/3.12*/bin/python3.12) -m venv /tmp/j11
+#   /tmp/j11/bin/pip install torch==2.11.0 jax==0.11.2 jaxlib==0.11.2 numpy ml_dtypes pytest \
+#       pytest-xdist expecttest ninja "setuptools<82"
+#   git worktree add --detach /work/wt-gpu HEAD && cd /work/wt-gpu && \
+#       TORCH_DEVICE_BACKEND_AUTOLOAD=0 MAX_JOBS=2 /tmp/j11/bin/python setup.py -q build_ext --inplace
+#   strip --strip-debug -o <repo>/.devtmp/_C.cpython-312-x86_64-linux-gnu.so torch_tpu/_C.cpython-312-*.so
+# (.devtmp listed in .git/info/exclude), then `run` with carry [".devtmp"], a
+# command that copies the .so into torch_tpu/ first, and STEPS without build.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/device_check}
