@@ -90,6 +90,7 @@ fi
 if has bench; then
   step bench
   timeout "${BENCH_LIMIT:-120}" $PY benchmarks/eager_overhead.py --iters 1000 2>&1 | tee "$OUT/bench_eager.log"
+  timeout "${PROFILE_LIMIT:-90}" $PY benchmarks/compiled_step_profile.py 2>&1 | tee "$OUT/bench_profile.log"
   kinds=${BENCH_KINDS:-compiled,strict,fused}
   $PY -c "import torch; assert torch.cuda.is_available()" 2>/dev/null && kinds=${BENCH_KINDS:-compiled,cuda,strict,inductor_cuda}
   timeout "${COMPILE_LIMIT:-200}" $PY benchmarks/compile.py --model small --jax-platform "" --kinds "$kinds" \
