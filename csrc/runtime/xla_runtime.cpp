@@ -482,7 +482,7 @@ class XlaRuntime final : public Runtime {
       base_key_inputs_["jax_version"] = py::str(py::module_::import("jax").attr("__version__"));
       base_key_inputs_["jaxlib_version"] = py::str(py::module_::import("jax._src.lib").attr("version_str"));
       base_key_inputs_["platform"] = info_.platform;
-      if (info_.platform != "cpu") base_key_inputs_["allow_excess_precision"] = "0";  // new_compile_options()
+      if (!allows_excess_precision()) base_key_inputs_["allow_excess_precision"] = "0";
       base_key_inputs_["platform_version"] = py::str(backend_.attr("platform_version"));
       base_key_inputs_["device_kind"] = info_.device_kind;
       base_key_inputs_["device_count"] = std::to_string(devices_.size());
@@ -572,9 +572,11 @@ class XlaRuntime final : public Runtime {
   // bf16 passes of the fp32 matmul precisions "medium"/"high" (their result
   // became the fp32 one) and would skip the per-op roundings that make a
   // bf16 op give PyTorch's answer. XLA:CPU keeps them at its default.
+  // The choice is a key input of the disk cache (key_inputs()).
+  bool allows_excess_precision() const { return info_.platform == "cpu"; }
   py::object new_compile_options() {
     py::object options = compile_options_cls_();
-    if (info_.platform != "cpu") {
+    if (!allows_excess_precision()) {
       py::list overrides;
       overrides.append(py::make_tuple("xla_allow_excess_precision", py::bool_(false)));
       options.attr("env_option_overrides") = overrides;
