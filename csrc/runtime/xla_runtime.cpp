@@ -27,6 +27,7 @@
 #include "runtime/compile_cache.h"
 #include "runtime/compile_tier.h"
 #include "runtime/donation.h"
+#include "runtime/host_allocator.h"
 #include "runtime/modes.h"
 #include "runtime/recompile_log.h"
 #include "runtime/runtime.h"
@@ -308,6 +309,8 @@ class XlaRuntime final : public Runtime {
     // In a job each process owns one device (its tpu:0).
     if (job_.active) virtual_devices = 1;
     config.attr("update")("jax_num_cpu_devices", virtual_devices);
+    // XLA:CPU's threads pick their malloc arena when the client starts.
+    if (wanted == "cpu" || (wanted.empty() && !accelerator_plugin_installed(jax))) keep_freed_host_memory();
     // Joining the job must come before any backend starts (jax refuses it
     // later): afterwards the backends list every process's devices.
     if (job_.active) {
@@ -869,6 +872,30 @@ class XlaRuntime final : public Runtime {
     for (auto& d : global_devices_)
       if (d.attr("id").cast<int64_t>() == id) return d;
     TORCH_CHECK(false, "torch_tpu: no global device with id ", id);
+  }
+
+  // Whether jax may find a TPU or GPU when its backends start, known without
+  // starting them: jax_platforms names the platforms when set; otherwise an
+  // accelerator comes from libtpu or a PJRT plugin (the jax_plugins
+  // namespace or entry points), which are what jax itself looks for.
+  static bool accelerator_plugin_installed(py::module_& jax) {
+    try {
+      py::object platforms = jax.attr("config").attr("jax_platforms");
+      if (!platforms.is_none() && !py::str(platforms).cast<std::string>().empty())
+        return py::str(platforms).cast<std::string>().rfind("cpu", 0) != 0;
+      py::module_ util = py::module_::import("importlib.util");
+      if (!util.attr("find_spec")("libtpu").is_none()) return true;
+      py::module_ pkgutil = py::module_::import("pkgutil");
+      try {
+        py::module_ ns = py::module_::import("jax_plugins");
+        if (py::len(py::list(pkgutil.attr("iter_modules")(ns.attr("__path__")))) > 0) return true;
+      } catch (py::error_already_set&) {
+      }
+      py::object eps = py::module_::import("importlib.metadata").attr("entry_points")(py::arg("group") = "jax_plugins");
+      return py::len(py::list(eps)) > 0;
+    } catch (py::error_already_set&) {
+      return true;  // unknown: leave malloc as it is
+    }
   }
 
   // jax.distributed.initialize with the job's coordinator. On XLA:CPU the
