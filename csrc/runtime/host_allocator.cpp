@@ -8,7 +8,10 @@
 // The remedy is what a CUDA caching allocator does for device memory: keep
 // freed memory and reuse it. glibc does that when large blocks come from the
 // main heap (no mmap), every thread allocates there (one arena), and freed
-// memory at the top of the heap is kept up to 2 GiB.
+// memory at the top of the heap is kept up to 2 GiB. That costs the
+// per-op path (below), so it is asked for with TORCH_TPU_KEEP_HOST_MEMORY=1;
+// GLIBC_TUNABLES=glibc.malloc.hugetlb=1, set before Python starts, is the
+// remedy without that cost (docs/design.md, "Host memory on XLA:CPU").
 #include "runtime/host_allocator.h"
 
 #include <climits>
@@ -24,8 +27,12 @@ namespace torch_tpu::runtime {
 
 bool keep_freed_host_memory() {
 #if defined(__GLIBC__)
-  const char* off = std::getenv("TORCH_TPU_KEEP_HOST_MEMORY");
-  if (off != nullptr && std::strcmp(off, "0") == 0) return false;
+  // Opt-in: with every thread on one arena, the Python thread and XLA's
+  // threads contend for its lock, and a Strict Eager op costs 40-60% more
+  // (add of 1,000 floats 10.8 -> 15.8 us), while a step whose programs have
+  // large temporaries runs up to 1.8x faster.
+  const char* on = std::getenv("TORCH_TPU_KEEP_HOST_MEMORY");
+  if (on == nullptr || std::strcmp(on, "1") != 0) return false;
   // A user who set glibc's malloc parameters chose them: leave them.
   for (const char* v : {"GLIBC_TUNABLES", "MALLOC_ARENA_MAX", "MALLOC_MMAP_MAX_", "MALLOC_TRIM_THRESHOLD_"}) {
     const char* set = std::getenv(v);
