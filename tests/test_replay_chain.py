@@ -91,6 +91,34 @@ def test_one_program_step_matches_three_programs_and_cpu():
         assert_close(p, r, **TOL)
 
 
+def test_replays_reading_large_results_of_the_pending_trace_run_it_first():
+    """On XLA:CPU a chained step's links (activations, gradients) become
+    temporaries that XLA allocates afresh each run; past the link bound the
+    pending trace runs first and the replay starts the next one (here a
+    bound of 1 byte cuts every link). Same results as one program and CPU."""
+    torch.manual_seed(0)
+    init = Net()
+    data = [(torch.randn(8, 12), torch.randint(0, 5, (8,))) for _ in range(5)]
+    ref_losses, ref_params = train(copy.deepcopy(init), data, "cpu", chain=False)
+    prev = _C._set_replay_chain_max_link_bytes(1)
+    try:
+        before = _C._fusion_stats()["chain_cuts"]
+        seen = []
+        cut_losses, cut_params = train(copy.deepcopy(init), data, "tpu", chain=True, steps_seen=seen)
+        cuts = _C._fusion_stats()["chain_cuts"] - before
+    finally:
+        _C._set_replay_chain_max_link_bytes(prev)
+    # From step 3 on: forward, backward and optimizer replayed and chained,
+    # but the backward reads the forward's results and the optimizer the
+    # gradients, so each step runs as three programs.
+    for s in seen[2:]:
+        assert s["chained_replays"] == 3 and s["flushes"] == 3, seen
+    assert cuts == 2 * len(seen[2:]), (cuts, seen)
+    assert_close(cut_losses, ref_losses, **TOL)
+    for p, r in zip(cut_params, ref_params):
+        assert_close(p, r, **TOL)
+
+
 def test_step_is_flushed_by_the_next_forward_and_by_reads():
     """Without a sync between steps, the next step's forward runs the pending
     step first, so every step is the same trace (no growing trace, no

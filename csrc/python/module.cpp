@@ -168,6 +168,7 @@ PYBIND11_MODULE(_C, m) {
     d["donated"] = s.donated;
     d["donation_copies"] = s.donation_copies;
     d["chained_replays"] = s.chained_replays;
+    d["chain_cuts"] = s.chain_cuts;
     d["split_traces"] = s.split_traces;
     d["window_programs"] = s.window_programs;
     return d;

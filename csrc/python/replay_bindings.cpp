@@ -89,6 +89,8 @@ void init_replay_bindings(py::module& m) {
   m.def("_replay_capture_active", [] { return runtime::capture_active(); });
   m.def("_replay_chaining", [] { return runtime::replay_chaining(); });
   m.def("_set_replay_chaining", [](bool on) { runtime::set_replay_chaining(on); });
+  m.def("_set_replay_chain_max_link_bytes",
+        [](int64_t bytes) { return runtime::set_replay_chain_max_link_bytes(bytes); });
   py::class_<exec::GraphReplay, std::shared_ptr<exec::GraphReplay>>(m, "_GraphReplay")
       .def("run", [](const exec::GraphReplay& r, const py::sequence& args) { return r.run(tpu_tensors(args)); })
       .def_property_readonly("num_params", [](const exec::GraphReplay& r) { return r.params.size(); })

@@ -552,7 +552,8 @@ class ModeRuntime final : public Runtime {
       bool again = std::find(t.replays.begin(), t.replays.end(), cops) != t.replays.end();
       // One step's graphs per program: the same graph again starts the next
       // step (and so a loop of identical steps builds identical traces).
-      if (again || (!t.ops.empty() && t.ops.size() + cops->ops.size() > static_cast<size_t>(max_chain_ops_)))
+      if (again || (!t.ops.empty() && t.ops.size() + cops->ops.size() > static_cast<size_t>(max_chain_ops_)) ||
+          links_too_large(t, params))
         flush(device);
     }
     auto& slot = pending_[device];
@@ -606,6 +607,43 @@ class ModeRuntime final : public Runtime {
     g_stats.pending_ops += static_cast<int64_t>(cops->ops.size());
     ++g_stats.chained_replays;
     return results;
+  }
+
+  // Whether this replay reads so many bytes of the pending trace's results
+  // that chaining it would cost more than it saves. Chained, those values
+  // (a forward's activations, a backward's gradients) become temporaries
+  // of one program, and XLA:CPU allocates temporaries afresh at every run:
+  // above glibc's largest mmap threshold (32 MiB) each run faults them in
+  // page by page, where separate programs write them into recycled buffers
+  // (GPT-2-shaped step: 740 ms one program, 590 ms three; docs/design.md,
+  // "Host memory on XLA:CPU"). Never on a chip, nor when malloc keeps freed
+  // memory; TPU_REPLAY_CHAIN_MAX_LINK_BYTES sets the bound (0: none).
+  int64_t max_link_bytes() {
+    if (max_link_bytes_ < 0) {
+      const PlatformInfo& info = inner_.platform();
+      max_link_bytes_ = info.platform == "cpu" && !info.host_memory_kept ? (int64_t{32} << 20) : 0;
+      if (const char* n = std::getenv("TPU_REPLAY_CHAIN_MAX_LINK_BYTES")) max_link_bytes_ = std::max(0LL, std::atoll(n));
+    }
+    return max_link_bytes_;
+  }
+  int64_t set_max_link_bytes(int64_t bytes) {
+    int64_t prev = max_link_bytes();
+    max_link_bytes_ = std::max<int64_t>(0, bytes);
+    return prev;
+  }
+
+  bool links_too_large(const Trace& t, const std::vector<BufferRef>& params) {
+    if (max_link_bytes() == 0) return false;
+    int64_t bytes = 0;
+    std::unordered_set<const DeviceBuffer*> seen;
+    for (const auto& p : params) {
+      auto* lazy = dynamic_cast<LazyBuffer*>(p.get());
+      if (lazy == nullptr || lazy->trace.get() != &t || !seen.insert(lazy).second) continue;
+      bytes += lazy->type().numel() * hlo::element_bits(lazy->type().element) / 8;
+    }
+    if (bytes < max_link_bytes_) return false;
+    ++g_stats.chain_cuts;
+    return true;
   }
 
   std::vector<BufferRef> execute_now(const Executable& exe, const std::vector<BufferRef>& args) {
@@ -1081,6 +1119,7 @@ class ModeRuntime final : public Runtime {
   // Chained replays were one program each already; a training step of them
   // (forward, backward, optimizer) is bounded separately (TPU_REPLAY_CHAIN_MAX_OPS).
   int max_chain_ops_ = 20000;
+  int64_t max_link_bytes_ = -1;  // links_too_large; -1: not decided yet (the platform is known at first use)
   size_t prune_at_ = 1024;
   std::vector<std::vector<std::weak_ptr<DeviceBuffer>>> in_flight_;  // by device
   std::unordered_map<int, std::shared_ptr<Trace>> pending_;
@@ -1223,6 +1262,11 @@ bool replay_chaining() {
 }
 
 void set_replay_chaining(bool on) { g_chain.store(on ? 1 : 0); }
+
+int64_t set_replay_chain_max_link_bytes(int64_t bytes) {
+  RuntimeLock lock;
+  return g_modes->set_max_link_bytes(bytes);
+}
 
 BufferRef recycled_or_new(const hlo::TensorType& type, int device) {
   RuntimeLock lock;

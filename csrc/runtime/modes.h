@@ -37,6 +37,7 @@ struct FusionStats {
   int64_t donated = 0;         // buffers written in place of their inputs: fused programs, replays (donation.h) and collectives (distributed/backend.cpp)
   int64_t donation_copies = 0; // buffers a replay copied because something else still held them
   int64_t chained_replays = 0; // replays appended to a pending trace instead of run (defer_replay)
+  int64_t chain_cuts = 0;      // pending traces run before a replay that read too many of their bytes (XLA:CPU)
   int64_t split_traces = 0;    // recurring traces run split around their changed ops (fusing_runtime.cpp)
   int64_t window_programs = 0; // distinct fused programs run (compiled or found) since begin_program_window()
 };
@@ -121,6 +122,11 @@ std::vector<BufferRef> defer_replay(const std::shared_ptr<const CapturedOps>& op
 // Debug Eager or while a capture runs: GraphReplay::run decides).
 bool replay_chaining();
 void set_replay_chaining(bool on);
+// A replay that reads at least this many bytes of the pending trace's
+// results runs that trace first instead of joining it (0: no bound;
+// default 32 MiB on XLA:CPU unless malloc keeps freed memory, else 0;
+// TPU_REPLAY_CHAIN_MAX_LINK_BYTES). Returns the previous bound.
+int64_t set_replay_chain_max_link_bytes(int64_t bytes);
 
 // The captured program `text` donating only `aliases` (compiled once per set).
 ExecutableRef compile_with_aliases(const std::string& text, const Aliases& aliases, int device);

@@ -34,6 +34,10 @@ struct PlatformInfo {
   std::string device_kind;   // jax's device_kind, e.g. "TPU v5 lite" or "cpu"
   bool virtual_tpu = false;  // true when tpu devices are emulated on XLA:CPU
   int64_t memory_bytes = 0;  // one device's memory (XLA's bytes_limit); 0 when XLA does not say (CPU)
+  // XLA:CPU's device memory is malloc's: true when it keeps freed memory
+  // for reuse (host_allocator.h), so that a program's temporaries cost no
+  // fresh pages at each run.
+  bool host_memory_kept = false;
 };
 
 class Runtime {

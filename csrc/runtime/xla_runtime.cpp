@@ -310,7 +310,8 @@ class XlaRuntime final : public Runtime {
     if (job_.active) virtual_devices = 1;
     config.attr("update")("jax_num_cpu_devices", virtual_devices);
     // XLA:CPU's threads pick their malloc arena when the client starts.
-    if (wanted == "cpu" || (wanted.empty() && !accelerator_plugin_installed(jax))) keep_freed_host_memory();
+    bool kept = false;
+    if (wanted == "cpu" || (wanted.empty() && !accelerator_plugin_installed(jax))) kept = keep_freed_host_memory();
     // Joining the job must come before any backend starts (jax refuses it
     // later): afterwards the backends list every process's devices.
     if (job_.active) {
@@ -353,6 +354,7 @@ class XlaRuntime final : public Runtime {
     info_.platform = wanted;
     info_.device_kind = py::str(devices_.at(0).attr("device_kind"));
     info_.virtual_tpu = wanted == "cpu";
+    info_.host_memory_kept = kept && wanted == "cpu";
     DeferredRelease::instance().recycler().configure(wanted == "cpu");
     // A real chip reports its memory (HBM); XLA:CPU reports nothing.
     try {
