@@ -25,7 +25,7 @@
 
 namespace torch_tpu::runtime {
 
-bool keep_freed_host_memory() {
+bool keep_host_memory_requested() {
 #if defined(__GLIBC__)
   // Opt-in: with every thread on one arena, the Python thread and XLA's
   // threads contend for its lock, and a Strict Eager op costs 40-60% more
@@ -39,6 +39,14 @@ bool keep_freed_host_memory() {
     if (set != nullptr && *set != '\0' && (std::strcmp(v, "GLIBC_TUNABLES") != 0 || std::strstr(set, "malloc")))
       return false;
   }
+  return true;
+#else
+  return false;
+#endif
+}
+
+bool keep_freed_host_memory() {
+#if defined(__GLIBC__)
   // Threads that already picked another arena keep it; XLA's have not
   // started yet. Under an allocator preloaded in glibc's place (jemalloc,
   // tcmalloc) these calls change glibc's unused parameters only.

@@ -311,7 +311,9 @@ class XlaRuntime final : public Runtime {
     config.attr("update")("jax_num_cpu_devices", virtual_devices);
     // XLA:CPU's threads pick their malloc arena when the client starts.
     bool kept = false;
-    if (wanted == "cpu" || (wanted.empty() && !accelerator_plugin_installed(jax))) kept = keep_freed_host_memory();
+    // (The plugin probe scans installed packages: only when it is asked for.)
+    if (keep_host_memory_requested() && (wanted == "cpu" || (wanted.empty() && !accelerator_plugin_installed(jax))))
+      kept = keep_freed_host_memory();
     // Joining the job must come before any backend starts (jax refuses it
     // later): afterwards the backends list every process's devices.
     if (job_.active) {
