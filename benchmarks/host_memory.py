@@ -5,7 +5,8 @@ runtime/host_allocator.cpp) and with transparent huge pages for malloc's
 large blocks (GLIBC_TUNABLES=glibc.malloc.hugetlb=1), in the same run.
 
 Configurations, each in its own process: the model's training step
-(zero_grad, forward + cross-entropy, backward, AdamW) in Strict Eager,
+(benchmarks/_compile_worker.py's: zero_grad, forward + cross-entropy,
+backward, AdamW) in Strict Eager,
 compiled with one program per step, and compiled with three programs
 (TORCH_TPU_REPLAY_CHAIN=0). Each runs 6 warm-up steps, then `--steps`
 steps closed by a sync; printed: the median ms a step and minor page faults
@@ -30,39 +31,29 @@ def worker(kind, model, steps):
     import resource
     import time
 
-    import torch
-
-    import torch_tpu  # noqa: F401
-
     sys.path.insert(0, HERE)
-    import _gpt2_small as gpt2
+    import _compile_worker
 
-    torch.manual_seed(0)
-    net = gpt2.build(2 if model == "gpt2" else 4, "sdpa", shape=model).to("tpu")
+    # compile.py's training step for the kind (compiled3: the replays are
+    # not chained because CONFIGS sets TORCH_TPU_REPLAY_CHAIN=0).
     batch = (4, 64) if model == "gpt2" else (8, 64)
-    idx, tgt = (t.to("tpu") for t in gpt2.batch(*batch, shape=model))
-    compiled = kind.startswith("compiled")
-    opt = torch.optim.AdamW(net.parameters(), lr=3e-4, capturable=compiled)
-    loss_fn, opt_step = (lambda i, t: gpt2.loss_fn(net(i), t)), opt.step
-    if compiled:
-        loss_fn, opt_step = torch.compile(loss_fn, backend="tpu"), torch.compile(opt_step, backend="tpu")
+    cfg = dict(kind=kind, shape=model, layers=2 if model == "gpt2" else 4, attn="sdpa", batch=batch[0],
+               seq=batch[1], lr=3e-4, compile_opt=True)
+    s = _compile_worker.setup_torch(cfg)
 
     def step():
-        opt.zero_grad(set_to_none=True)
-        loss = loss_fn(idx, tgt)
-        loss.backward()
-        opt_step()
-        torch.tpu.synchronize()
-        return loss
+        s.train_step()
+        s.sync(None)
 
-    for _ in range(6):  # traces, compiles, chains; the heap reaches its high-water mark
-        step()
-    times, faults = [], []
-    for _ in range(steps):
-        f0, t0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt, time.perf_counter()
-        step()
-        times.append(time.perf_counter() - t0)
-        faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0)
+    with s.ctx:
+        for _ in range(6):  # traces, compiles, chains; the heap reaches its high-water mark
+            step()
+        times, faults = [], []
+        for _ in range(steps):
+            f0, t0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt, time.perf_counter()
+            step()
+            times.append(time.perf_counter() - t0)
+            faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0)
     print(json.dumps(dict(ms=1000 * statistics.median(times), faults=statistics.median(faults))))
 
 
@@ -90,6 +81,7 @@ def main():
         base = res["default"]["ms"]
         cells = [f"{r['ms']:.1f} ({r['faults']:.0f}) {base / r['ms']:.2f}x" for r in res.values()]
         print(f"{kind:<12}" + "".join(f"{c:>26}" for c in cells), flush=True)
+
 
 if __name__ == "__main__":
     main()
