@@ -238,9 +238,9 @@ def no_exact_size_warning():
 
 def test_unsupported_graph_runs_at_exact_sizes():
     def fn(x):
-        return x.flatten() * 2  # the padded dim inside another: not a prefix
+        return F.layer_norm(x, x.shape[-1:]) * 2  # normalised over the padded dim: no rule
 
-    with pytest.warns(UserWarning, match="recompiles for every new size.*dims outside it"):
+    with pytest.warns(UserWarning, match="recompiles for every new size.*native_layer_norm"):
         run_sizes(fn, [5, 6], lambda n: [torch.randn(3, n)], {0: 1})
 
 
@@ -296,12 +296,54 @@ def test_view_merging_the_padded_dim_outermost():
         assert run_sizes(fn, [5, 6, 7], lambda n: [torch.randn(n, 2, 4)], {0: 0}) == 1
 
 
-def test_view_merging_two_padded_dims_is_refused():
+def test_views_interleaving_padding_with_real_entries_are_gathered():
+    """Views whose padding would land among real entries run padded as a
+    gather (bounded_rules._relayout_rule): two padded dims merged, a padded
+    dim with a dim outside it, and XLNet's relative shift, which views
+    (q, k) scores as (k, q) to shift each row by its index. Every result
+    equals CPU's at each size, one compile per bucket."""
     def fn(x):
-        return x.reshape(-1).sum()
+        y = x.t() @ x  # (n, n): two padded dims
+        return y.reshape(-1).sum(), y.reshape(-1).cumsum(0), x.flatten() * 2
 
-    with pytest.warns(UserWarning, match="two padded dims"):
-        run_sizes(fn, [5, 6], lambda n: [torch.randn(n, n + 1)], {0: 0})
+    def shift(s):
+        scores = s @ torch.cat([s, s], 2).transpose(-1, -2)  # (1, 2, n, 2n)
+        b, h, q, k = scores.shape
+        return scores.reshape(b, h, k, q)[:, :, 1:, :].reshape(b, h, q, k - 1)[..., :q] * 1
+
+    with no_exact_size_warning():
+        assert run_sizes(fn, [5, 6, 7], lambda n: [torch.randn(3, n)], {0: 1}) == 1
+        torch._dynamo.reset()
+        compiled = torch.compile(shift, backend="tpu", dynamic=True)
+        before = bounded_compiles()
+        with torch.no_grad():
+            for n in (5, 6, 7):
+                s = torch.randn(1, 2, n, 4)
+                assert_close(compiled(s.to("tpu")).cpu(), shift(s), **TOL)
+        assert bounded_compiles() - before == 1
+
+
+def test_reshape_of_a_slice_sized_by_an_exact_quotient_runs_padded():
+    """XLNet's relative shift with a memory: reshaping the shifted slice,
+    the meta kernels size its last dim s*((t + 2*s - 1)//s), which Dynamo's
+    guards make equal to t + 2*s - 1. Read as written that size is smaller
+    padded than real (s 3 -> 4, t 4: 8 < 9) and the calls ran at their
+    exact sizes; read as the guards say it runs padded, once per bucket."""
+    def shift(s, m):
+        scores = s @ torch.cat([m, s, s], 2).transpose(-1, -2)
+        b, h, q, k = scores.shape
+        x = scores.reshape(b, h, k, q)[:, :, 1:, :].reshape(b, h, q, k - 1)
+        return torch.index_select(x, 3, torch.arange(q + m.shape[2], device=x.device)) * 1
+
+    torch._dynamo.reset()
+    compiled = torch.compile(shift, backend="tpu", dynamic=True)
+    before = bounded_compiles()
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.filterwarnings("error", message="torch_tpu")  # "smaller padded than real" included
+        for n in (3, 4, 5, 6, 7):
+            s, m = torch.randn(1, 2, n, 4), torch.randn(1, 2, 4, 4)
+            assert_close(compiled(s.to("tpu"), m.to("tpu")).cpu(), shift(s, m), **TOL)
+    assert bounded_compiles() - before == 2  # buckets 4 and 8
 
 
 def test_index_and_index_put_with_padded_indices():

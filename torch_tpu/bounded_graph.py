@@ -83,7 +83,8 @@ class _Call:
     def padded_shape(self, val) -> list:
         sizes = val.__dict__.get("_tpu_sizes")  # kept on the (fake) value: rules ask on every call
         if sizes is None:
-            sizes = val._tpu_sizes = [s.node.expr if isinstance(s, torch.SymInt) else int(s) for s in val.shape]
+            sizes = val._tpu_sizes = [(sym_expr(s) if isinstance(s, torch.SymInt) else None) for s in val.shape]
+            sizes = val._tpu_sizes = [int(s) if e is None else e for e, s in zip(sizes, val.shape)]
         return [s if type(s) is int else self.padded_int(s) for s in sizes]
 
     def real_value(self, expr) -> torch.Tensor:

@@ -29,15 +29,54 @@ class Unsupported(Exception):
     """The graph has an op that cannot run padded; it runs unpadded."""
 
 
+class _Interleaved(Unsupported):
+    """A view whose padding would land among real entries: not a padded
+    view, but a gather can lay it out (_relayout_rule)."""
+
+
 # ---- symbolic shapes of a node ------------------------------------------------
 
 
 def sym_expr(v: Any):
-    """The sympy expression of a SymInt, or None for a plain int."""
+    """The sympy expression of a SymInt (_exact_quotients applied), or None
+    for a plain int."""
     if isinstance(v, torch.SymInt):
         e = v.node.expr
-        return e if e.free_symbols else None
+        return _exact_quotients(e, v.node.shape_env) if e.free_symbols else None
     return None
+
+
+_QUOTIENTS: dict = {}
+
+
+def _exact_quotients(e, env):
+    """`e` with each floor division a // q that Dynamo's guards make exact
+    (a mod q == 0 for every call of the graph) written as a / q, when that
+    leaves no fraction. Reshaping a strided slice, meta kernels write a
+    size a as q*(a // q) (XLNet's relative shift: s*((t + 2*s - 1)//s),
+    guarded equal to t + 2*s - 1); at padded sizes that form is a different
+    size, often smaller than the real one, where the guarded form a is the
+    same size at every call and grows with its symbols."""
+    from torch.utils._sympy.functions import FloorDiv
+
+    if env is None or not e.has(FloorDiv):
+        return e
+    key = (id(env), e)
+    if key not in _QUOTIENTS:
+        import sympy
+
+        out = e
+        try:
+            for f in e.atoms(FloorDiv):
+                a, q = f.args
+                if env._maybe_evaluate_static(sympy.Eq(q * f, a)) == sympy.true:
+                    num, den = sympy.fraction(sympy.cancel(out.xreplace({f: a / q})))
+                    if den == 1:
+                        out = sympy.expand(num)
+        except Exception:  # noqa: BLE001 - a form sympy cannot decide stays as it is
+            out = e
+        _QUOTIENTS[key] = out
+    return _QUOTIENTS[key]
 
 
 def dyn_dims(val: Any) -> dict:
@@ -400,6 +439,46 @@ def _view_rule(ctx, node, args, kwargs):
         return args[0].reshape(args[1])
 
 
+def _relayout_rule(ctx, node, args, kwargs):
+    """A view that would interleave padding with real entries: two padded
+    dims merged or split, (s, t) -> (s*t,), a padded dim with dims outside
+    it, (2, s) -> (2*s,), or XLNet's relative shift, (s, 2s) viewed as
+    (2s, s). Each entry of the padded result is gathered from the input
+    entry the real view puts there: its position read in the result's real
+    sizes is a real flat index, which the input's real sizes turn into an
+    input position, stored at the input's padded strides. Entries outside
+    the real result read some real input entry (the positions wrap at the
+    real sizes): padding, whatever its values, as everywhere else."""
+    x = args[0]
+    dev = x.device
+    out_meta = _meta(node)
+    out_shape = ctx.padded_shape(out_meta)
+
+    def real_sizes(val):
+        return [ctx.real_value(e) if e is not None else int(val.shape[d])
+                for d, e in ((d, sym_expr(s)) for d, s in enumerate(val.shape))]
+
+    flat = torch.zeros(out_shape, dtype=torch.int64, device=dev)
+    stride = 1
+    for d, real in reversed(list(enumerate(real_sizes(out_meta)))):
+        shape = [1] * len(out_shape)
+        shape[d] = out_shape[d]
+        flat = flat + torch.arange(out_shape[d], device=dev).reshape(shape) * stride
+        stride = stride * real
+    index = torch.zeros_like(flat)
+    real_stride, padded_stride = 1, 1
+    for d, real in reversed(list(enumerate(real_sizes(_meta(node.args[0]))))):
+        # a real size of 0 leaves no real entry: the clamps only keep the
+        # division defined for the padding
+        step = real_stride.clamp(min=1) if isinstance(real_stride, torch.Tensor) else max(real_stride, 1)
+        size = real.clamp(min=1) if isinstance(real, torch.Tensor) else max(real, 1)
+        position = torch.remainder(torch.div(flat, step, rounding_mode="floor"), size)
+        index = index + position * padded_stride
+        real_stride = real_stride * real
+        padded_stride *= x.shape[d]
+    return x.reshape(-1).index_select(0, index.reshape(-1)).reshape(out_shape)
+
+
 def _arange_start_rule(ctx, node, args, kwargs):
     """arange(start, end[, step]) with a symbolic start: real start + the
     padded range times step, so entry i is start + i * step as torch gives
@@ -754,11 +833,11 @@ def _view_groups(node):
                 pj *= vout[j]
                 j += 1
             else:
-                raise Unsupported(f"{node.target}: no matching dims for {ins} -> {outs}")
+                raise _Interleaved(f"{node.target}: no matching dims for {ins} -> {outs}")
         prod_in = sympy.Mul(*[ins[k] for k in gi])
         prod_out = sympy.Mul(*[outs[k] for k in gj])
         if sympy.expand(prod_in - prod_out) != 0:
-            raise Unsupported(f"{node.target}: sizes {ins} -> {outs} do not match symbolically")
+            raise _Interleaved(f"{node.target}: sizes {ins} -> {outs} do not match symbolically")
         for side, group in ((ins, gi), (outs, gj)):
             _check_prefix_group(node, [side[k] for k in group], ins, outs)
 
@@ -833,11 +912,11 @@ def _check_prefix_group(node, sizes, ins, outs) -> None:
     if not padded:
         return
     if len(padded) > 1:
-        raise Unsupported(f"{node.target} merges or splits two padded dims ({sizes[padded[0]]}, {sizes[padded[1]]}; "
+        raise _Interleaved(f"{node.target} merges or splits two padded dims ({sizes[padded[0]]}, {sizes[padded[1]]}; "
                           f"{ins} -> {outs}): their padding would interleave with real entries")
     outer = [e for e in sizes[:padded[0]] if e != 1]
     if outer:
-        raise Unsupported(f"{node.target} merges or splits the padded dim {sizes[padded[0]]} with dims outside it "
+        raise _Interleaved(f"{node.target} merges or splits the padded dim {sizes[padded[0]]} with dims outside it "
                           f"({', '.join(map(str, outer))}; {ins} -> {outs}): its padding would interleave with "
                           "real entries")
 
@@ -1266,7 +1345,10 @@ def plan(node: torch.fx.Node) -> Callable:
     if t is aten.unfold.default:
         return _check_unfold(node)
     if t in _VIEWS:
-        _view_groups(node)
+        try:
+            _view_groups(node)
+        except _Interleaved:
+            return _relayout_rule
         return _view_rule if t is not aten.reshape.default else run_plain
     if t in _PASSIVE:
         if not _preserves_padded_dims(node):
