@@ -346,6 +346,30 @@ def test_reshape_of_a_slice_sized_by_an_exact_quotient_runs_padded():
     assert bounded_compiles() - before == 2  # buckets 4 and 8
 
 
+def test_results_that_are_views_of_inputs_stay_views_of_the_callers_tensors():
+    """A compiled function returning a view of its input (a transpose, a
+    narrow, a select) at sizes padded by copying: AOTAutograd rebuilds
+    such a result from the caller's tensor with the result's geometry,
+    which relative to the padded copy was out of bounds (setStorage crash).
+    The results equal CPU's and alias the caller's tensor, as in eager."""
+    def fn(y):
+        return y.t().reshape(-1, 3), y[:, 1:], y[1], y.unsqueeze(0).transpose(1, 2)
+
+    torch._dynamo.reset()
+    compiled = torch.compile(fn, backend="tpu", dynamic=True)
+    with torch.no_grad():
+        for n in (5, 6, 7):
+            x = torch.randn(3, n)
+            tx = x.to("tpu")
+            got = compiled(tx)
+            for g, w in zip(got, fn(x)):
+                assert g.shape == w.shape
+                assert_close(g.cpu(), w, **TOL)
+            tx.add_(1)  # seen through every result, as through eager views
+            for g, w in zip(got, fn(x + 1)):
+                assert_close(g.cpu(), w, **TOL)
+
+
 def test_index_and_index_put_with_padded_indices():
     """x[perm], the inverse permutation built with index_put, a negative
     index into the padded dim (counted from the real size) and an

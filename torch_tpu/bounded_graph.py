@@ -299,6 +299,10 @@ class BoundedGraph:
             else:
                 inputs.append(a)
         targets = [args[i] for i, _ in self.mutations]
+        # padded copies of the caller's tensors (pad_to could not view them)
+        copies = {p.untyped_storage()._cdata: (a, p) for a, p in zip(args, inputs)
+                  if isinstance(a, torch.Tensor) and isinstance(p, torch.Tensor)
+                  and p.untyped_storage()._cdata != a.untyped_storage()._cdata}
         args.clear()  # boxed: the inputs may be freed as soon as they are used
         # Within a bucket the padded inputs have the same geometry on every
         # call, so the whole padded run is replayed from C++ after its
@@ -309,7 +313,8 @@ class BoundedGraph:
             outs, written = outs
             for target, (_, n), new in zip(targets, self.mutations, written):
                 target.copy_(_unpad(n, new, real))
-        return _unpad(self.output.args[0], outs, real, self._room)
+        outs = _unpad(self.output.args[0], outs, real, self._room)
+        return _onto_callers(outs, copies) if copies else outs
 
     def _padding_for(self, real: dict, padded: dict) -> dict | None:
         """The padded sizes a call runs at: the buckets when every fixed size
@@ -653,6 +658,47 @@ def _unpad(spec, outs, real: dict, room=None):
         for d, n in sizes.items():
             outs = outs.narrow(d, 0, n)
     return outs
+
+
+def _onto_callers(outs, copies: dict):
+    """Results that are views of a padded copy of an input (a transposed
+    input returned as it is) as the same views of the caller's tensor.
+    AOTAutograd regenerates a result that aliases an input from that input
+    with the result's geometry relative to its base: relative to the padded
+    copy that geometry is out of bounds of the caller's smaller storage
+    (a crash), or reads the wrong entries."""
+    if isinstance(outs, (list, tuple)):
+        return type(outs)(_onto_callers(o, copies) for o in outs)
+    if not isinstance(outs, torch.Tensor) or outs.device.type != "tpu":
+        return outs
+    found = copies.get(outs.untyped_storage()._cdata)
+    if found is None:
+        return outs
+    caller, padded = found
+    return _same_view(outs, padded, caller)
+
+
+def _same_view(view: torch.Tensor, padded: torch.Tensor, caller: torch.Tensor) -> torch.Tensor:
+    """`view` (over the storage of `padded`, pad_to's contiguous copy of
+    `caller` narrowed to the bucket) as the same view of `caller`, whose
+    dims are padded's at their real sizes. Each stride of the view must be
+    one dim's stride of the copy (permutes, narrows, selects, unsqueezes);
+    else the view is copied, which AOTAutograd then cannot take for an
+    alias of the caller's storage."""
+    dims = [(d, st) for d, (n, st) in enumerate(zip(padded.shape, padded.stride())) if n > 1]
+    if padded.storage_offset() != 0 or any(a[1] <= b[1] for a, b in zip(dims, dims[1:])):
+        return view.clone()
+    offset, left = caller.storage_offset(), view.storage_offset()
+    for d, st in dims:  # the view's first entry as an index into the copy
+        offset += (left // st) * caller.stride(d)
+        left %= st
+    strides = []
+    for size, st in zip(view.shape, view.stride()):
+        same = [d for d, s in dims if s == st]
+        if size > 1 and len(same) != 1:
+            return view.clone()
+        strides.append(caller.stride(same[0]) if size > 1 else 1)
+    return caller.as_strided(view.shape, strides, offset)
 
 
 def make_runner(gm: torch.fx.GraphModule, exact: Callable[[list], Any]) -> Callable[[list], Any]:
