@@ -57,7 +57,7 @@ def _exact_quotients(e, env):
     guarded equal to t + 2*s - 1); at padded sizes that form is a different
     size, often smaller than the real one, where the guarded form a is the
     same size at every call and grows with its symbols."""
-    from torch.utils._sympy.functions import FloorDiv
+    from torch.utils._sympy.functions import FloorDiv, Mod
 
     if env is None or not e.has(FloorDiv):
         return e
@@ -73,6 +73,12 @@ def _exact_quotients(e, env):
                     num, den = sympy.fraction(sympy.cancel(out.xreplace({f: a / q})))
                     if den == 1:
                         out = sympy.expand(num)
+            # a fraction left inside another division (a size of Qwen4Exp's
+            # indexer became 1//(1/64): int() of it raised), or no symbol
+            # left at all: the size stays as Dynamo wrote it
+            if not out.free_symbols or any(x.is_number and not x.is_integer
+                                           for f in out.atoms(FloorDiv, Mod) for x in f.args):
+                out = e
         except Exception:  # noqa: BLE001 - a form sympy cannot decide stays as it is
             out = e
         _QUOTIENTS[key] = out
