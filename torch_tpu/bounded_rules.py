@@ -73,11 +73,11 @@ def _exact_quotients(e, env):
                     num, den = sympy.fraction(sympy.cancel(out.xreplace({f: a / q})))
                     if den == 1:
                         out = sympy.expand(num)
-            # a fraction left inside another division (a size of Qwen4Exp's
-            # indexer became 1//(1/64): int() of it raised), or no symbol
-            # left at all: the size stays as Dynamo wrote it
-            if not out.free_symbols or any(x.is_number and not x.is_integer
-                                           for f in out.atoms(FloorDiv, Mod) for x in f.args):
+            # a fraction left anywhere (inside another division: a size of
+            # Qwen4Exp's indexer became 1//(1/64), which int() refused; inside
+            # Max: GraniteMoeHybrid's L/256 chunks), or no symbol left at
+            # all: the size stays as Dynamo wrote it
+            if not out.free_symbols or any(not x.is_integer for x in out.atoms(sympy.Rational)):
                 out = e
         except Exception:  # noqa: BLE001 - a form sympy cannot decide stays as it is
             out = e
