@@ -83,8 +83,7 @@ class _Call:
     def padded_shape(self, val) -> list:
         sizes = val.__dict__.get("_tpu_sizes")  # kept on the (fake) value: rules ask on every call
         if sizes is None:
-            sizes = val._tpu_sizes = [(sym_expr(s) if isinstance(s, torch.SymInt) else None) for s in val.shape]
-            sizes = val._tpu_sizes = [int(s) if e is None else e for e, s in zip(sizes, val.shape)]
+            sizes = val._tpu_sizes = [e if (e := sym_expr(s)) is not None else int(s) for s in val.shape]
         return [s if type(s) is int else self.padded_int(s) for s in sizes]
 
     def real_value(self, expr) -> torch.Tensor:
@@ -285,6 +284,7 @@ class BoundedGraph:
         real_t = real_t.to(device) if device is not None else real_t
         sizes = _Call(padded, None, {})
         inputs = []
+        copies = {}  # padded copies of the caller's tensors: _onto_callers
         for n, a in zip(self.placeholders, args):
             val = n.meta.get("val")
             if isinstance(val, torch.SymInt) and sym_expr(val) is not None:
@@ -295,14 +295,13 @@ class BoundedGraph:
                 room = list(shape)
                 for d, e in dyn_dims(val).items():
                     room[d] += self.growth.get(e, 0)
-                inputs.append(pad_to(a, shape, room, full_gets_room=True))
+                p = pad_to(a, shape, room, full_gets_room=True)
+                if p.untyped_storage()._cdata != a.untyped_storage()._cdata:
+                    copies[p.untyped_storage()._cdata] = (a, p)  # pad_to could not view it
+                inputs.append(p)
             else:
                 inputs.append(a)
         targets = [args[i] for i, _ in self.mutations]
-        # padded copies of the caller's tensors (pad_to could not view them)
-        copies = {p.untyped_storage()._cdata: (a, p) for a, p in zip(args, inputs)
-                  if isinstance(a, torch.Tensor) and isinstance(p, torch.Tensor)
-                  and p.untyped_storage()._cdata != a.untyped_storage()._cdata}
         args.clear()  # boxed: the inputs may be freed as soon as they are used
         # Within a bucket the padded inputs have the same geometry on every
         # call, so the whole padded run is replayed from C++ after its

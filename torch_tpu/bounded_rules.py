@@ -46,9 +46,6 @@ def sym_expr(v: Any):
     return None
 
 
-_QUOTIENTS: dict = {}
-
-
 def _exact_quotients(e, env):
     """`e` with each floor division a // q that Dynamo's guards make exact
     (a mod q == 0 for every call of the graph) written as a / q, when that
@@ -61,8 +58,10 @@ def _exact_quotients(e, env):
 
     if env is None or not e.has(FloorDiv):
         return e
-    key = (id(env), e)
-    if key not in _QUOTIENTS:
+    # memoised on the shape env itself: its guards decide, and another
+    # graph's env (or a later one at the same address) may not have them
+    memo = env.__dict__.setdefault("_tpu_exact_quotients", {})
+    if e not in memo:
         import sympy
 
         out = e
@@ -81,8 +80,8 @@ def _exact_quotients(e, env):
                 out = e
         except Exception:  # noqa: BLE001 - a form sympy cannot decide stays as it is
             out = e
-        _QUOTIENTS[key] = out
-    return _QUOTIENTS[key]
+        memo[e] = out
+    return memo[e]
 
 
 def dyn_dims(val: Any) -> dict:
