@@ -3,6 +3,7 @@ power-of-two buckets, compile once per bucket, and give the unpadded
 results."""
 
 import contextlib
+import copy
 import math
 import warnings
 
@@ -1130,3 +1131,37 @@ def test_fresh_input_filling_its_bucket_gets_the_buckets_layout():
                 assert g.shape == w.shape
                 assert_close(g.cpu(), w, **TOL)
     assert bounded_compiles() - before == 1
+
+
+def test_results_grown_by_another_symbol_keep_one_storage_size_per_bucket():
+    """XLNet's decode step returns mems + the step's tokens (s0 + s1, both
+    symbolic) and generate feeds it back with its last 2 rows cut: one row
+    more per call. A program's key holds its inputs' storage sizes; the
+    bucket's first call came in storage sized without the step's tokens
+    (the last bucket's result), its later ones in this graph's results
+    (with them): two programs per bucket. pad_to now reserves the symbolic
+    growth too: one program per bucket of the mems (8, 16)."""
+    torch.manual_seed(0)
+    proj = nn.Linear(8, 8)  # its size makes the model dim static
+
+    def step_of(proj):
+        def step(mems, h):
+            new = torch.cat([mems, h * 2], 0)
+            return proj(new.sum(0) + h).tanh(), new
+        return step
+
+    step = step_of(proj)
+    torch._dynamo.reset()
+    compiled = torch.compile(step_of(copy.deepcopy(proj).to("tpu")), backend="tpu", dynamic=True)
+    mems, h = torch.randn(5, 1, 8), torch.randn(3, 1, 8)
+    got_mems = mems.to("tpu")
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("error")  # a graph run at exact sizes warns
+        before = bounded_compiles()
+        for _ in range(12):  # mems 5..16
+            want, mems_next = step(mems, h)
+            got, got_next = compiled(got_mems, h.to("tpu"))
+            assert_close(got.cpu(), want, **TOL)
+            assert_close(got_next.cpu(), mems_next, **TOL)
+            mems, got_mems = mems_next[:-2], got_next[:-2]
+    assert bounded_compiles() - before == 2

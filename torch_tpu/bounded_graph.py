@@ -26,6 +26,8 @@ runs at its exact sizes too, with a one-line warning naming the op.
 
 from __future__ import annotations
 
+import functools
+import math
 import warnings
 from typing import Any, Callable
 
@@ -294,7 +296,7 @@ class BoundedGraph:
                 shape = sizes.padded_shape(val)
                 room = list(shape)
                 for d, e in dyn_dims(val).items():
-                    room[d] += self.growth.get(e, 0)
+                    room[d] += self._grown(e, sizes)
                 p = pad_to(a, shape, room, full_gets_room=True)
                 if p.untyped_storage()._cdata != a.untyped_storage()._cdata:
                     copies[p.untyped_storage()._cdata] = (a, p)  # pad_to could not view it
@@ -312,7 +314,7 @@ class BoundedGraph:
             outs, written = outs
             for target, (_, n), new in zip(targets, self.mutations, written):
                 target.copy_(_unpad(n, new, real))
-        outs = _unpad(self.output.args[0], outs, real, self._room)
+        outs = _unpad(self.output.args[0], outs, real, functools.partial(self._room, at=sizes))
         return _onto_callers(outs, copies) if copies else outs
 
     def _padding_for(self, real: dict, padded: dict) -> dict | None:
@@ -397,7 +399,20 @@ class BoundedGraph:
                 return False
         return True
 
-    def _room(self, t: torch.Tensor, dims: dict, sizes: dict) -> torch.Tensor:
+    def _grown(self, sym, at: _Call) -> int:
+        """The entries pad_to reserves past `sym`'s padded size (at the
+        padded sizes `at`): the most any result of this graph adds to it. A
+        symbolic addend counts where it is at most `sym` padded: XLNet's
+        mems come back as mems + the step's tokens, s0 + s1, which would
+        otherwise give the step's tokens room for the whole mems."""
+        out = 0
+        for c in self.growth.get(sym, ()):
+            v = at.padded_int(c)
+            if c.is_Integer or v <= at.padded_int(sym):
+                out = max(out, v)
+        return out
+
+    def _room(self, t: torch.Tensor, dims: dict, sizes: dict, at: _Call) -> torch.Tensor:
         """`t` (a padded result, its symbolic dims `dims`, their real sizes
         `sizes`), copied into storage with room when a symbolic dim after the
         first fills it exactly. Narrowed, such a result would be contiguous
@@ -418,7 +433,7 @@ class BoundedGraph:
             g = growth(dims[d])
             sym = g[0] if g is not None else next(iter(dims[d].free_symbols), None)
             upper = self.upper.get(sym)
-            want = bucket(sizes[d], upper) + self.growth.get(sym, 0)
+            want = bucket(sizes[d], upper) + (self._grown(sym, at) if sym is not None else 0)
             want = max(want, sizes[d] + 1)
             pad[2 * (t.dim() - 1 - d) + 1] = want - t.shape[d]
         return torch.constant_pad_nd(t, pad)
@@ -576,13 +591,23 @@ def _fixed(val) -> dict:
 
 
 def _growth(spec, symbols) -> dict:
-    """{symbol s: c} for results sized s + c (c > 0): a KV cache that an
-    inference step returns one token longer than it came in."""
+    """{symbol s: {c}} for results sized s + c, c an integer > 0 (a KV cache
+    that an inference step returns one token longer than it came in) or a
+    sum of the graph's other symbols (mems + the step's tokens). Results in
+    storage that holds s + c padded come back, narrowed, as the next
+    call's input: padded copies of that input reserve the same room, so the
+    bucket's calls find one storage size (the program's key holds it)."""
     out = {}
     for e in _exprs([n.meta.get("val") for n in _nodes(spec)]):
-        g = growth(e)
-        if g is not None and g[0] in symbols:
-            out[g[0]] = max(out.get(g[0], 0), g[1])
+        if not e.is_Add:
+            continue
+        for s in e.free_symbols & set(symbols):
+            c = e - s
+            if c.is_Integer and int(c) > 0:
+                out.setdefault(s, set()).add(c)
+            elif (not c.is_Integer and c.free_symbols <= set(symbols)
+                  and all(a.is_Symbol for a in sympy.Add.make_args(c))):
+                out.setdefault(s, set()).add(c)
     return out
 
 
@@ -613,7 +638,8 @@ def pad_to(t: torch.Tensor, shape: list, room: list | None = None, full_gets_roo
     else:
         last = t.storage_offset() + sum((s - 1) * st for s, st in zip(shape, t.stride()))
         capacity = t.untyped_storage().nbytes() // t.element_size()
-        if all(st > 0 for st, s in zip(t.stride(), shape) if s > 1) and last < capacity:
+        roomy = not full_gets_room or capacity >= math.prod(room)  # _has_layout
+        if all(st > 0 for st, s in zip(t.stride(), shape) if s > 1) and last < capacity and roomy:
             return t.as_strided(shape, t.stride(), t.storage_offset())
     pad = []
     for have, want in reversed(list(zip(t.shape, room))):
@@ -627,8 +653,16 @@ def pad_to(t: torch.Tensor, shape: list, room: list | None = None, full_gets_roo
 
 def _has_layout(t: torch.Tensor, room: list) -> bool:
     """Whether `t`'s strides are those of a contiguous tensor of size `room`
-    narrowed to t's shape. Every dim's, size-1 dims too: a program's key
-    holds them (a stride of 128 against 136 made a second program)."""
+    narrowed to t's shape, in storage that holds the room. Every dim's
+    stride, size-1 dims too: a program's key holds them (a stride of 128
+    against 136 made a second program). And the storage's size: the key
+    holds it too, and a tensor sized without the room (the prefill's cache,
+    without the decode step's growth) has the strides of the room when only
+    its first dim grows, while the bucket's later calls, given this graph's
+    results, come in storage with the room (XLNet's mems: two programs per
+    bucket)."""
+    if t.untyped_storage().nbytes() // t.element_size() < math.prod(room):
+        return False
     want, acc = [], 1
     for s in reversed(list(room)):
         want.append(acc)
