@@ -1,5 +1,6 @@
 """The zoo harness's (c) baseline (tools/zoo.py): Dynamo's own graph count
-for a generate on CPU, and Dynamo giving up on a frame. CPU only."""
+for a generate on CPU, the programs those graphs need bucketed, and Dynamo
+giving up on a frame. CPU only."""
 
 import logging
 import os
@@ -35,16 +36,29 @@ class _Generates(torch.nn.Module):
         return ids
 
 
+class _SplitByGuard(_Generates):
+    """A Python branch on the length's divisibility: two graphs, each over
+    the buckets its lengths reach (XLNet's rel_shift reshape guards so)."""
+
+    def forward(self, ids, attention_mask=None):
+        x = ids.float().unsqueeze(-1) * self.w[0]
+        if ids.shape[1] % 3 == 0:
+            x = x * 2
+        return x @ self.w
+
+
 def test_dynamo_graph_count_on_cpu_is_the_models_own(monkeypatch):
     monkeypatch.setattr(zoo, "GEN_TOKENS", 12)
     ids = torch.ones(1, 4, dtype=torch.long)
     kw = dict(max_new_tokens=12)
     plain = _Generates(per_token=False)
     before = plain.forward
-    # prefill, then the first size change makes the length symbolic
-    assert zoo._dynamo_graphs_on_cpu(plain, ids, kw) <= 2
+    # one graph (dynamic=True), over the lengths 4..15: buckets 4, 8, 16
+    assert zoo._dynamo_graphs_on_cpu(plain, ids, kw) == {"graphs": 1, "bucketed": 3}
     # one graph per length, the recompile limit raised so that all count
-    assert zoo._dynamo_graphs_on_cpu(_Generates(per_token=True), ids, kw) == 12
+    assert zoo._dynamo_graphs_on_cpu(_Generates(per_token=True), ids, kw) == {"graphs": 12, "bucketed": 12}
+    # 6, 9, 12, 15 (buckets 8, 16) and the rest (4, 8, 16)
+    assert zoo._dynamo_graphs_on_cpu(_SplitByGuard(per_token=False), ids, kw) == {"graphs": 2, "bucketed": 5}
     assert plain.forward == before  # the model's own forward again
 
 
