@@ -150,9 +150,10 @@ def test_graph_constant_and_cat_with_empty_1d_run_padded():
 # ---- the rules, one by one --------------------------------------------------------
 
 
-def run_sizes(fn, sizes, make, dims):
-    """fn compiled with `dims` ({arg: dim}) marked dynamic, called at each
-    size; returns the bounded compiles and checks every result against CPU."""
+def run_sizes(fn, sizes, make, dims, lo=2):
+    """fn compiled with `dims` ({arg: dim}) marked dynamic from `lo` to 64,
+    called at each size; returns the bounded compiles and checks every
+    result against CPU."""
     torch._dynamo.reset()
     compiled = torch.compile(fn, backend="tpu")
     before = bounded_compiles()
@@ -162,7 +163,7 @@ def run_sizes(fn, sizes, make, dims):
             want = fn(*args)
             targs = [a.to("tpu") for a in args]
             for i, d in dims.items():
-                torch._dynamo.mark_dynamic(targs[i], d, min=2, max=64)
+                torch._dynamo.mark_dynamic(targs[i], d, min=lo, max=64)
             got = compiled(*targs)
             want = want if isinstance(want, tuple) else (want,)
             got = got if isinstance(got, tuple) else (got,)
@@ -245,11 +246,15 @@ def test_unsupported_graph_runs_at_exact_sizes():
         run_sizes(fn, [5, 6], lambda n: [torch.randn(3, n)], {0: 1})
 
 
-def test_view_with_a_size_that_divides_by_a_symbolic_int_runs_exact():
+def test_view_with_a_size_that_divides_by_a_symbolic_int():
     """DeepseekV4's compressor views (1, n, d) as chunks whose count divides
     by an int argument (symbolic under dynamic=True); the probe values the
     view check compares sizes with made that divisor 0: ZeroDivisionError
-    crashed the compile. Now the graph warns and runs at exact sizes."""
+    crashed the compile, then the graph ran at exact sizes. The traced
+    values (bounded_rules._probe_values) now match the view's groups; a
+    call whose padded sizes would be smaller than the real ones (n // c is
+    not monotone) runs at its exact sizes, and every size gives CPU's
+    result."""
     def fn(x, w):
         n = x.shape[1]
         c = (w * (n // w)) // 4
@@ -257,10 +262,12 @@ def test_view_with_a_size_that_divides_by_a_symbolic_int_runs_exact():
 
     torch._dynamo.reset()
     compiled = torch.compile(fn, backend="tpu", dynamic=True)
-    with torch.no_grad(), pytest.warns(UserWarning, match="recompiles for every new size"):
-        for n in (8, 12):
+    with torch.no_grad():
+        for n in range(8, 17):
             x = torch.randn(1, n, 4)
-            assert_close(compiled(x.to("tpu"), 2).cpu(), fn(x, 2), **TOL)
+            got, want = compiled(x.to("tpu"), 2), fn(x, 2)
+            assert got.shape == want.shape
+            assert_close(got.cpu(), want, **TOL)
 
 
 def test_topk_and_sort_along_the_padded_dim():
@@ -368,6 +375,31 @@ def test_results_that_are_views_of_inputs_stay_views_of_the_callers_tensors():
                 assert_close(g.cpu(), w, **TOL)
             tx.add_(1)  # seen through every result, as through eager views
             for g, w in zip(got, fn(x + 1)):
+                assert_close(g.cpu(), w, **TOL)
+
+
+def test_view_of_an_input_to_int_arguments_is_a_view_of_the_callers_tensor():
+    """`x.view(*shape)` with the shape passed as ints (LongcatFlash's
+    `experts(...).view(*orig_shape)` after a graph break): under
+    dynamic=True the ints are symbols and the padded run's result is a
+    fresh buffer with room, whose geometry AOTAutograd applied to the
+    caller's tensor (setStorage out of bounds). The result is the caller's
+    tensor viewed at the real sizes, as in eager."""
+    def fn(x, heads, n, width):
+        return x.view(heads, n, width), x.t()[:, 1:]
+
+    torch._dynamo.reset()
+    compiled = torch.compile(fn, backend="tpu", dynamic=True)
+    with torch.no_grad():
+        for n in (3, 4, 5, 6, 7):
+            x = torch.randn(n, 32)
+            tx = x.to("tpu")
+            got = compiled(tx, 1, n, 32)
+            for g, w in zip(got, fn(x, 1, n, 32)):
+                assert g.shape == w.shape and g.stride() == w.stride()
+                assert_close(g.cpu(), w, **TOL)
+            tx.add_(1)  # seen through the results, as through eager views
+            for g, w in zip(got, fn(x + 1, 1, n, 32)):
                 assert_close(g.cpu(), w, **TOL)
 
 
@@ -613,6 +645,56 @@ def test_copy_into_slices_of_a_new_tensor_along_a_static_dim():
         warnings.simplefilter("error")  # a graph run at exact sizes warns
         assert run_sizes(fn, [5, 6, 7], make, {0: 2, 1: 2}) == 1
 
+
+
+def test_slice_and_select_scatter_along_a_padded_dim():
+    """DeepseekV4's compressor shifts its chunks by one along the padded
+    chunk dim (`new_kv[:, 1:, :r] = kv[:, :-1, :, :d]`) and writes chunk 0:
+    slice_scatter and select_scatter along the padded dim. Negative and
+    symbolic starts count from the real size; a source padded along the
+    dim writes only its real entries (into a static dim too)."""
+    def fn(x, y, z):
+        n = x.shape[1]
+        out = x.clone()
+        out[:, 1:, :2] = y[:, :-1, :2]  # shift by one
+        out[:, 0, :2] = z[:, :2]
+        out[:, -1, 2:] = z[:, 2:] * 3  # negative index: the last real entry
+        out[:, -2:, :1] = 7.0
+        out[:, n - 2:n - 1, 1:2] = -1.0  # symbolic start
+        out[:, ::2, 3:] = y[:, ::2, 3:] + 1  # step 2 from 0
+        fixed = torch.zeros(2, 65, 4, device=x.device)  # longer than any n marked
+        fixed[:, :n] = y  # a padded source into a static dim
+        return out * 2, fixed
+
+    make = lambda n: [torch.randn(2, n, 4), torch.randn(2, n, 4), torch.randn(2, 4)]  # noqa: E731
+    with no_exact_size_warning():
+        # from 3: `x[:, 1:]` of a dim of 2 would be Dynamo's size-1 special case
+        assert run_sizes(fn, [5, 6, 7], make, {0: 1, 1: 1}, lo=3) == 1
+
+
+def test_view_of_an_empty_tensor_with_a_padded_dim():
+    """A view of a tensor with a zero-size dim besides the padded one
+    (LongcatFlash) has no entries to interleave: it runs padded."""
+    def fn(x):
+        e = x[:, :0]
+        return e.view(x.shape[0], 2, 0).sum(-1) + x[:, :1]
+
+    with no_exact_size_warning():
+        assert run_sizes(fn, [5, 6, 7], lambda n: [torch.randn(n, 4)], {0: 0}) == 1
+
+
+def test_view_splitting_one_symbol_by_another():
+    """LongcatFlash views its s0 flattened tokens as (s1 batch, s0 // s1):
+    the view check's probe values once made that quotient 0 (s1 the
+    larger) and refused the graph as a view of an empty tensor. (Dynamo
+    names the symbols from the arguments' names: with these, torch 2.13
+    gives x's size s77 and heads' s84, the order that made the 0.)"""
+    def fn(x, heads):
+        return x.view(heads.shape[0], -1, 4).sum(1) + heads[:, None]
+
+    make = lambda n: [torch.randn(2 * n, 4), torch.randn(2)]  # noqa: E731
+    with no_exact_size_warning():
+        assert run_sizes(fn, [5, 6, 7], make, {0: 0, 1: 0}) == 1
 
 
 def test_gather_and_scatter_with_padded_indices():

@@ -698,6 +698,7 @@ OVERRIDES: dict = {
     # rope, 8 + 8 after shrinking) as head_dim; the default's per-layer
     # entries that set it go with the cut layers
     "dots3_note": {"text_config": {"head_dim": 16}},
+    "dots3_note_text": {"head_dim": 16},
     # BEiT's segmentation head reads 4 hidden states
     "BeitForSemanticSegmentation": {"num_hidden_layers": 4, "out_indices": [1, 2, 3, 4]},
     "HieraForPreTraining": {"decoder_hidden_size": HIDDEN, "decoder_depth": 1, "decoder_num_heads": 1},

@@ -258,6 +258,14 @@ class BoundedGraph:
         self.mutations = [(self.placeholders.index(n.args[0]), n) for n, rule in self.steps
                           if rule is _copy_into_input]
         self.growth = _growth(self.output.args[0], self.symbols)
+        # Results that are views of an input: AOTAutograd rebuilds each from
+        # the caller's tensor with the geometry of what this runner returns,
+        # so they are returned as the same views of the caller's tensor at
+        # the real sizes (the padded run's result is a fresh buffer, whose
+        # geometry, room included, would read out of the caller's storage).
+        results = self.output.args[0]
+        self.aliases = {k: c for k, r in enumerate(results if isinstance(results, (list, tuple)) else [])
+                        if (c := _input_view_chain(r, self.placeholders)) is not None}
         self.replays = ReplayCache(self._run_padded)
 
     def _add_symbol(self, sym, source, shape_env) -> None:
@@ -304,6 +312,7 @@ class BoundedGraph:
             else:
                 inputs.append(a)
         targets = [args[i] for i, _ in self.mutations]
+        bases = {k: args[i] for k, (i, _) in self.aliases.items()}
         args.clear()  # boxed: the inputs may be freed as soon as they are used
         # Within a bucket the padded inputs have the same geometry on every
         # call, so the whole padded run is replayed from C++ after its
@@ -315,7 +324,11 @@ class BoundedGraph:
             for target, (_, n), new in zip(targets, self.mutations, written):
                 target.copy_(_unpad(n, new, real))
         outs = _unpad(self.output.args[0], outs, real, functools.partial(self._room, at=sizes))
-        return _onto_callers(outs, copies) if copies else outs
+        outs = _onto_callers(outs, copies) if copies else outs
+        if bases:
+            outs = type(outs)(_replay_views(bases[k], self.aliases[k][1], real) if k in bases else o
+                              for k, o in enumerate(outs))
+        return outs
 
     def _padding_for(self, real: dict, padded: dict) -> dict | None:
         """The padded sizes a call runs at: the buckets when every fixed size
@@ -431,7 +444,7 @@ class BoundedGraph:
         pad = [0] * (2 * t.dim())
         for d in full:
             g = growth(dims[d])
-            sym = g[0] if g is not None else next(iter(dims[d].free_symbols), None)
+            sym = g[0] if g is not None else min(dims[d].free_symbols, key=str, default=None)
             upper = self.upper.get(sym)
             want = bucket(sizes[d], upper) + (self._grown(sym, at) if sym is not None else 0)
             want = max(want, sizes[d] + 1)
@@ -691,6 +704,48 @@ def _unpad(spec, outs, real: dict, room=None):
         for d, n in sizes.items():
             outs = outs.narrow(d, 0, n)
     return outs
+
+
+# Ops whose result is a view of their first argument.
+_VIEW_OPS = {
+    torch.ops.aten.view.default, torch.ops.aten._unsafe_view.default, torch.ops.aten.alias.default,
+    torch.ops.aten.permute.default, torch.ops.aten.transpose.int, torch.ops.aten.t.default,
+    torch.ops.aten.unsqueeze.default, torch.ops.aten.squeeze.dim, torch.ops.aten.squeeze.dims,
+    torch.ops.aten.squeeze.default, torch.ops.aten.slice.Tensor, torch.ops.aten.select.int,
+    torch.ops.aten.expand.default, torch.ops.aten.narrow.default,
+}
+
+
+def _input_view_chain(node, placeholders: list) -> tuple | None:
+    """(input index, the view nodes from that input out) when the graph
+    result `node` is a chain of views of an input, else None."""
+    chain = []
+    while isinstance(node, torch.fx.Node) and node.op == "call_function" and node.target in _VIEW_OPS:
+        chain.append(node)
+        node = node.args[0]
+    if chain and isinstance(node, torch.fx.Node) and node.op == "placeholder":
+        return placeholders.index(node), chain[::-1]
+    return None
+
+
+def _replay_views(t: torch.Tensor, chain: list, real: dict) -> torch.Tensor:
+    """The views of `chain` applied to the caller's tensor `t`, their int
+    arguments at the real sizes: what the graph's result is at the real
+    sizes, and a view of `t` as AOTAutograd expects."""
+    subs = {s: sympy.Integer(v) for s, v in real.items()}
+
+    def value(a):
+        if isinstance(a, torch.fx.Node):
+            v = a.meta.get("val")
+            e = sym_expr(v)
+            return int(e.xreplace(subs)) if e is not None else v
+        if isinstance(a, (list, tuple)):
+            return type(a)(value(x) for x in a)
+        return a
+
+    for n in chain:
+        t = n.target(t, *[value(a) for a in n.args[1:]], **{k: value(v) for k, v in n.kwargs.items()})
+    return t
 
 
 def _onto_callers(outs, copies: dict):

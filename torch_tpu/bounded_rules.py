@@ -298,63 +298,128 @@ def _cat_rule(ctx, node, args, kwargs):
     return joined.index_select(dim, ctx.cat_index(joined.shape[dim], pieces, joined.device))
 
 
+def _real_bound(ctx, v, default, length, device):
+    """A slice bound at its real value: a symbolic or negative one counts
+    from the real length `length`, as Python does (`x[:, -w:]` for an int
+    argument w); None gives `default`."""
+    if v is None:
+        return default
+    e = sym_expr(_meta(v))
+    if e is not None:
+        r = ctx.real_value(e)
+        if isinstance(r, int) and isinstance(length, int):  # known on the host (Fused Eager)
+            return max(r + length if r < 0 else r, 0)
+        r = torch.as_tensor(r, device=device)
+        return torch.where(r < 0, r + length, r).clamp(min=0)
+    v = int(v)
+    if v < 0:
+        return length + v
+    if v >= sys.maxsize // 2:
+        return default
+    return v
+
+
+# The argument names of slice and slice_scatter, in order.
+_SLICE_ARGS = {
+    aten.slice.Tensor: ("self", "dim", "start", "end", "step"),
+    aten.slice_scatter.default: ("self", "src", "dim", "start", "end", "step"),
+}
+
+
+def _slice_args(node) -> dict:
+    names = _SLICE_ARGS[node.target]
+    vals = dict(zip(names, list(node.args) + [None] * len(names)))
+    vals.update({k: v for k, v in node.kwargs.items() if k in names})
+    return vals
+
+
+def _real_length(ctx, node_arg, x, dim):
+    """The real size of `x` (the value of `node_arg`) along `dim`."""
+    e = dyn_dims(_meta(node_arg)).get(dim)
+    return ctx.real_value(e) if e is not None else x.shape[dim]
+
+
 def _slice_rule(ctx, node, args, kwargs):
     """slice with a symbolic bound, or along a padded dim: a gather of the
     real range (offsets counted from the real size)."""
     x = args[0]
-    names = ("dim", "start", "end", "step")
-    vals = dict(zip(names, list(node.args[1:]) + [None] * 4))
-    vals.update({k: v for k, v in node.kwargs.items() if k in names})
+    vals = _slice_args(node)
     dim = _norm_dim(vals["dim"] or 0, x.dim())
     step = vals["step"] if vals["step"] is not None else 1
-    in_expr = dyn_dims(_meta(node.args[0])).get(dim)
-    length = ctx.real_value(in_expr) if in_expr is not None else x.shape[dim]
-
-    def bound(v, default):
-        if v is None:
-            return default
-        e = sym_expr(_meta(v))
-        if e is not None:
-            # a symbolic bound may be negative (`x[:, -w:]` for an int
-            # argument w): counted from the real length, as Python does
-            r = ctx.real_value(e)
-            if isinstance(r, int) and isinstance(length, int):  # known on the host (Fused Eager)
-                return max(r + length if r < 0 else r, 0)
-            r = torch.as_tensor(r, device=x.device)
-            return torch.where(r < 0, r + length, r).clamp(min=0)
-        v = int(v)
-        if v < 0:
-            return length + v
-        if v >= sys.maxsize // 2:
-            return default
-        return v
-
-    start = bound(vals["start"], 0)
+    start = _real_bound(ctx, vals["start"], 0, _real_length(ctx, node.args[0], x, dim), x.device)
     out_size = ctx.padded_shape(_meta(node))[dim]
     if (isinstance(start, int) and start == 0 and step == 1 and out_size == x.shape[dim]):
         return x  # a prefix as long as the padded dim: the padding just carries on
     return x.index_select(dim, ctx.positions(out_size, start, step, x.shape[dim] - 1, x.device))
 
 
-def _select_rule(ctx, node, args, kwargs):
-    x, dim, index = args[0], args[1], node.args[2]
-    dim = _norm_dim(dim, x.dim())
-    in_expr = dyn_dims(_meta(node.args[0])).get(dim)
+def _real_index(ctx, index, in_expr, device):
+    """select's index at its real value (a negative one counts from the
+    real size `in_expr` of a padded dim), or None where the plain op is
+    right (a static index that needs no real size)."""
     e = sym_expr(_meta(index))
     if e is not None:
         i = ctx.real_value(e)
         if in_expr is not None:  # a negative symbolic index counts from the real size
             n = ctx.real_value(in_expr)
             if isinstance(i, int) and isinstance(n, int):  # known on the host (Fused Eager)
-                i = i + n if i < 0 else i
-            else:
-                i = torch.as_tensor(i, device=x.device)
-                i = torch.where(i < 0, i + n, i)
-    elif int(index) < 0 and in_expr is not None:
-        i = ctx.real_value(in_expr) + int(index)
-    else:
-        return x.select(dim, int(index))
+                return i + n if i < 0 else i
+            i = torch.as_tensor(i, device=device)
+            return torch.where(i < 0, i + n, i)
+        return i
+    if int(index) < 0 and in_expr is not None:
+        return ctx.real_value(in_expr) + int(index)
+    return None
+
+
+def _select_rule(ctx, node, args, kwargs):
+    x, dim = args[0], _norm_dim(args[1], args[0].dim())
+    i = _real_index(ctx, node.args[2], dyn_dims(_meta(node.args[0])).get(dim), x.device)
+    if i is None:
+        return x.select(dim, int(node.args[2]))
     return x.index_select(dim, ctx.positions(1, i, 1, x.shape[dim] - 1, x.device)).squeeze(dim)
+
+
+def _along(mask, ndim: int, dim: int):
+    """A 1-d mask over `dim`, shaped to broadcast against an ndim tensor."""
+    shape = [1] * ndim
+    shape[dim] = mask.shape[0]
+    return mask.reshape(shape)
+
+
+def _slice_scatter_rule(ctx, node, args, kwargs):
+    """slice_scatter(self, src, dim, start, end, step) along a padded dim
+    or with a symbolic bound (DeepseekV4's compressor shifting its chunks
+    by one: `new_kv[:, 1:, :r] = kv[:, :-1, :, :d]`): entry j of the
+    result is src[(j - start) / step] where j is one of the positions
+    written (start + k * step for k under src's real size; a negative
+    start counts from self's real size) and self[j] elsewhere. Written
+    as the plain op, src's padding would land on real entries of self
+    (`out[:, :n] = y` into a static dim) or the shift would count from
+    the padded sizes."""
+    x, src = args[0], args[1]
+    vals = _slice_args(node)
+    dim = _norm_dim(vals["dim"] or 0, x.dim())
+    step = vals["step"] if vals["step"] is not None else 1
+    start = _real_bound(ctx, vals["start"], 0, _real_length(ctx, node.args[0], x, dim), x.device)
+    offset = torch.arange(x.shape[dim], device=x.device) - start
+    k = torch.div(offset, step, rounding_mode="floor")
+    written = (offset >= 0) & (offset % step == 0) & (k < _real_length(ctx, node.args[1], src, dim))
+    taken = src.index_select(dim, k.clamp(0, src.shape[dim] - 1)).to(x.dtype)
+    return torch.where(_along(written, x.dim(), dim), taken, x)
+
+
+def _select_scatter_rule(ctx, node, args, kwargs):
+    """select_scatter(self, src, dim, index) along a padded dim: written
+    where the position is the index at its real value (a negative one
+    counts from the real size)."""
+    x, src = args[0], args[1]
+    dim = _norm_dim(args[2], x.dim())
+    i = _real_index(ctx, node.args[3], dyn_dims(_meta(node.args[0])).get(dim), x.device)
+    if i is None:
+        i = int(node.args[3])
+    written = torch.arange(x.shape[dim], device=x.device) == i
+    return torch.where(_along(written, x.dim(), dim), src.unsqueeze(dim).to(x.dtype), x)
 
 
 def _outside_real(ctx, t, expr, padded: int):
@@ -807,15 +872,14 @@ def _view_groups(node):
     env = next((s.node.shape_env for s in (*x.shape, *out.shape) if isinstance(s, torch.SymInt)), None)
     sizes = [_guarded_value(e, env) for e in _rounded_up_as_multiples(exprs(x) + exprs(out), env)]
     ins, outs = sizes[:x.dim()], sizes[x.dim():]
-    symbols = sorted(set().union(*(e.free_symbols for e in ins + outs)), key=str)
-    generic = {s: sympy.Integer(100003 + 1000 * i) for i, s in enumerate(symbols)}
-    try:
-        vin = [int(e.xreplace(generic)) for e in ins]
-        vout = [int(e.xreplace(generic)) for e in outs]
-    except ZeroDivisionError:  # sizes with a divisor that is 0 for the probe values: not compared
-        raise Unsupported(f"{node.target}: sizes {ins} -> {outs} with a divisor that can be 0") from None
+    values = _probe_values(ins + outs, env)
+    if values is None:  # sizes with a divisor that is 0 for the probe values: not compared
+        raise Unsupported(f"{node.target}: sizes {ins} -> {outs} with a divisor that can be 0")
+    vin, vout = values[:len(ins)], values[len(ins):]
+    if 0 in vin and 0 in vout:
+        return  # a static 0: no entries, so none to interleave; the padded view is as empty
     if 0 in vin or 0 in vout:
-        raise Unsupported(f"{node.target} of an empty tensor with padded dims")
+        raise Unsupported(f"{node.target} of an empty tensor with padded dims: sizes {ins} -> {outs}")
     i = j = 0
     while i < len(vin) or j < len(vout):
         gi, gj = [], []
@@ -845,6 +909,31 @@ def _view_groups(node):
             raise _Interleaved(f"{node.target}: sizes {ins} -> {outs} do not match symbolically")
         for side, group in ((ins, gi), (outs, gj)):
             _check_prefix_group(node, [side[k] for k in group], ins, outs)
+
+
+def _probe_values(exprs, env) -> list | None:
+    """Ints for the sizes `exprs`, for matching a view's groups: distinct
+    large values for the symbols, or, where those make a symbolic size 0 or
+    divide by 0 (LongcatFlash splits its s0 tokens by an s1 batch: s0 // s1
+    is 0 when the probe gives s1 the larger value), the traced values times
+    one large factor, which keep each quotient's traced value. Symbols then
+    equal in value are told apart by the symbolic check of each group.
+    None when neither works."""
+    import sympy
+
+    symbols = sorted(set().union(*(e.free_symbols for e in exprs)), key=str)
+    tries = [{s: sympy.Integer(100003 + 1000 * i) for i, s in enumerate(symbols)}]
+    hints = (getattr(env, "backed_var_to_val", None) or getattr(env, "var_to_val", None) or {}) if env else {}
+    if all(s in hints for s in symbols):
+        tries.append({s: 100003 * sympy.Integer(hints[s]) for s in symbols})
+    for values in tries:
+        try:
+            ints = [int(e.xreplace(values)) for e in exprs]
+        except (ZeroDivisionError, TypeError):
+            continue
+        if all(v > 0 or not e.free_symbols for v, e in zip(ints, exprs)):
+            return ints
+    return None
 
 
 def _guarded_value(e, env):
@@ -1123,6 +1212,7 @@ def _involves_padding(node) -> bool:
 # the rest of each (left pads, views that interleave padding, ...).
 _INT_ARGS_SIZED = _FACTORIES | _VIEWS | {
     aten.expand.default, aten.repeat.default, aten.select.int, aten.constant_pad_nd.default,
+    aten.select_scatter.default,
 }
 
 _INT_VALUED_SYM_OPS = {operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod,
@@ -1160,9 +1250,8 @@ def unsafe_int_use(gm: torch.fx.GraphModule, sym) -> str | None:
         if isinstance(t, torch._ops.OpOverload):
             if t._schema.name.split("::")[-1] in _ASSERTS:
                 continue
-            if t is aten.slice.Tensor:
-                given = dict(zip(("input", "dim", "start", "end", "step"), node.args), **node.kwargs)
-                if involves(given.get("step")):
+            if t in (aten.slice.Tensor, aten.slice_scatter.default):
+                if involves(_slice_args(node).get("step")):
                     return f"{t}: a symbolic step"
                 continue
             if t in _INT_ARGS_SIZED or torch.Tag.pointwise in t.tags or t in _POINTWISE:
@@ -1213,6 +1302,25 @@ def plan(node: torch.fx.Node) -> Callable:
         dim = _norm_dim(node.args[1], x.dim())
         if dim in padded_in or _sym_args(node):
             return _select_rule
+        return run_plain
+    if t in (aten.slice_scatter.default, aten.select_scatter.default):
+        # Writing a slice of a static dim with static bounds moves no entry
+        # along a padded one (self and src are padded alike); along a
+        # padded dim, or with a symbolic bound, the positions written count
+        # from the real sizes.
+        vals = _slice_args(node)
+        dim = _norm_dim(vals["dim"] or 0, x.dim())
+        if not _preserves_padded_dims(node):
+            raise Unsupported(f"{t} into a padded dim its source lacks")
+        if t is aten.select_scatter.default:
+            index = node.args[3] if len(node.args) > 3 else node.kwargs["index"]
+            if _sym_args(node) or (dim in padded_in and int(index) < 0):
+                return _select_scatter_rule
+            return run_plain  # a static index >= 0 is the same position padded
+        if sym_expr(_meta(vals["step"])) is not None:
+            raise Unsupported(f"{t} with a symbolic step")
+        if dim in padded_in or dim in dyn_dims(_meta(node.args[1])) or _sym_args(node):
+            return _slice_scatter_rule
         return run_plain
     if t in (aten.arange.start, aten.arange.start_step) and sym_expr(_meta(node.args[0])) is not None:
         if len(node.args) > 2 and sym_expr(_meta(node.args[2])) is not None:
@@ -1326,14 +1434,6 @@ def plan(node: torch.fx.Node) -> Callable:
         # (functionalised `x[...].copy_(y)`); padding stays padding.
         if not _preserves_padded_dims(node):
             raise Unsupported(f"{t} into a padded dim its source lacks")
-        return run_plain
-    if t in (aten.slice_scatter.default, aten.select_scatter.default):
-        # Writing a slice of a static dim moves no entry along a padded
-        # one (self and src are padded alike); along a padded dim the
-        # offsets would have to count from the real size: not covered.
-        dim = node.args[2] if len(node.args) > 2 else node.kwargs.get("dim", 0)
-        if _norm_dim(dim, x.dim()) in padded_in or not _preserves_padded_dims(node):
-            raise Unsupported(f"{t} along a padded dim")
         return run_plain
     if torch.Tag.pointwise in t.tags or t in _POINTWISE:
         return _scalar_operands(node) if _sym_args(node) else run_plain
