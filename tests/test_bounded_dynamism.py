@@ -530,10 +530,14 @@ def test_mark_dynamic_eager_ops_match_cpu():
         b = torch_tpu.mark_dynamic(x.to("tpu"), 1, 2, 64)
         assert b.shape == x.shape and b._padded.shape == (3, 16)
         y = torch.cat([b, b[:, :2]], 1)
-        outs = [b.sum(1), b.softmax(1), (b @ b.t()), y[:, -1], y.mean(1), b * 2 + 1]
+        z = torch.ones(3, device="tpu")
+        outs = [b.sum(1), b.softmax(1), (b @ b.t()), y[:, -1], y.mean(1), b * 2 + 1,
+                torch.select_scatter(b, z, 1, -1), torch.slice_scatter(b, z[:, None].expand(3, 2), 1, -3, None, 2)]
         outs = [o.cpu() for o in outs]
     wy = torch.cat([x, x[:, :2]], 1)
-    wants = [x.sum(1), x.softmax(1), x @ x.t(), wy[:, -1], wy.mean(1), x * 2 + 1]
+    wants = [x.sum(1), x.softmax(1), x @ x.t(), wy[:, -1], wy.mean(1), x * 2 + 1,
+             torch.select_scatter(x, torch.ones(3), 1, -1),
+             torch.slice_scatter(x, torch.ones(3, 2), 1, -3, None, 2)]
     for o, w in zip(outs, wants):
         assert o.shape == w.shape
         assert_close(o, w, **TOL)

@@ -319,10 +319,11 @@ def _real_bound(ctx, v, default, length, device):
     return v
 
 
-# The argument names of slice and slice_scatter, in order.
+# The argument names of slice and its scatters, in order.
 _SLICE_ARGS = {
     aten.slice.Tensor: ("self", "dim", "start", "end", "step"),
     aten.slice_scatter.default: ("self", "src", "dim", "start", "end", "step"),
+    aten.select_scatter.default: ("self", "src", "dim", "index"),
 }
 
 
@@ -414,10 +415,11 @@ def _select_scatter_rule(ctx, node, args, kwargs):
     where the position is the index at its real value (a negative one
     counts from the real size)."""
     x, src = args[0], args[1]
-    dim = _norm_dim(args[2], x.dim())
-    i = _real_index(ctx, node.args[3], dyn_dims(_meta(node.args[0])).get(dim), x.device)
+    vals = _slice_args(node)
+    dim = _norm_dim(vals["dim"], x.dim())
+    i = _real_index(ctx, vals["index"], dyn_dims(_meta(node.args[0])).get(dim), x.device)
     if i is None:
-        i = int(node.args[3])
+        i = int(vals["index"])
     written = torch.arange(x.shape[dim], device=x.device) == i
     return torch.where(_along(written, x.dim(), dim), src.unsqueeze(dim).to(x.dtype), x)
 
@@ -1313,8 +1315,7 @@ def plan(node: torch.fx.Node) -> Callable:
         if not _preserves_padded_dims(node):
             raise Unsupported(f"{t} into a padded dim its source lacks")
         if t is aten.select_scatter.default:
-            index = node.args[3] if len(node.args) > 3 else node.kwargs["index"]
-            if _sym_args(node) or (dim in padded_in and int(index) < 0):
+            if _sym_args(node) or (dim in padded_in and int(vals["index"]) < 0):
                 return _select_scatter_rule
             return run_plain  # a static index >= 0 is the same position padded
         if sym_expr(_meta(vals["step"])) is not None:
