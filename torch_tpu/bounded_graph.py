@@ -732,19 +732,9 @@ def _replay_views(t: torch.Tensor, chain: list, real: dict) -> torch.Tensor:
     """The views of `chain` applied to the caller's tensor `t`, their int
     arguments at the real sizes: what the graph's result is at the real
     sizes, and a view of `t` as AOTAutograd expects."""
-    subs = {s: sympy.Integer(v) for s, v in real.items()}
-
-    def value(a):
-        if isinstance(a, torch.fx.Node):
-            v = a.meta.get("val")
-            e = sym_expr(v)
-            return int(e.xreplace(subs)) if e is not None else v
-        if isinstance(a, (list, tuple)):
-            return type(a)(value(x) for x in a)
-        return a
-
     for n in chain:
-        t = n.target(t, *[value(a) for a in n.args[1:]], **{k: value(v) for k, v in n.kwargs.items()})
+        args, kwargs = torch.fx.node.map_arg((n.args[1:], n.kwargs), lambda a: _unpad(a, a.meta.get("val"), real))
+        t = n.target(t, *args, **kwargs)
     return t
 
 

@@ -289,12 +289,9 @@ def _cat_rule(ctx, node, args, kwargs):
     # torch.cat skips 1-d empty pieces whatever the rank of the others (a
     # lazily initialised KV cache, `torch.tensor([])`, joined with the keys)
     keep = [i for i, m in enumerate(metas) if not (m.dim() == 1 and m.shape[0] == 0 and out_meta.dim() != 1)]
-    tensors, metas = [tensors[i] for i in keep], [metas[i] for i in keep]
+    tensors, nodes = [tensors[i] for i in keep], [node.args[0][i] for i in keep]
     joined = torch.cat(tensors, dim)
-    pieces = []
-    for t, m in zip(tensors, metas):
-        e = dyn_dims(m).get(dim)
-        pieces.append((ctx.real_value(e) if e is not None else t.shape[dim], t.shape[dim]))
+    pieces = [(_real_length(ctx, n, t, dim), t.shape[dim]) for t, n in zip(tensors, nodes)]
     return joined.index_select(dim, ctx.cat_index(joined.shape[dim], pieces, joined.device))
 
 
