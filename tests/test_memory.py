@@ -57,6 +57,20 @@ def test_counters_exact(no_gc):
     assert free == total - tpu.memory_allocated()
 
 
+def test_memory_summary_shows_the_counters(no_gc):
+    x = torch.empty(256, 1024, device="tpu")  # exactly 1 MiB
+    text = tpu.memory_summary()
+    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]]
+            for line in text.splitlines() if line.count("|") == 6}
+    s = tpu.memory_stats()
+    mib = s["allocated_bytes.all.current"] / 2**20
+    assert rows["Allocated memory"][0] == f"{mib:.2f} MiB" and mib >= 1
+    assert rows["Allocations"][0] == str(s["allocation.all.current"])
+    assert f"OOMs: {s['num_ooms']}" in text
+    assert tpu.memory_summary(0, abbreviated=True) == text
+    del x
+
+
 def _limit_to(extra_bytes):
     total = tpu.get_device_properties().total_memory
     tpu.set_per_process_memory_fraction((tpu.memory_allocated() + extra_bytes) / total)

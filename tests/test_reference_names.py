@@ -144,6 +144,19 @@ def test_is_initialized_false_before_device_use():
     assert out.stdout.split() == ["False", "True"]
 
 
+def test_init_starts_the_runtime():
+    code = "import torch, torch_tpu; print(torch.tpu.is_initialized()); torch.tpu.init(); " \
+           "print(torch.tpu.is_initialized())"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False", "True"]
+
+
+def test_is_bf16_supported_counts_emulation_on_xla_cpu_only():
+    assert torch.tpu.is_bf16_supported() is True
+    assert torch.tpu.is_bf16_supported(including_emulation=False) is (torch.tpu.platform() != "cpu")
+
+
 def test_reference_names_listed():
     for name in ("is_available", "device_count", "current_device", "set_device", "device", "device_of",
                  "synchronize", "get_device_name", "get_device_properties", "manual_seed", "manual_seed_all",

@@ -57,6 +57,17 @@ def test_initial_seed_follows_manual_seed():
     assert torch.tpu.initial_seed() == 17
 
 
+def test_seed_all_picks_one_new_seed_for_every_device():
+    torch.tpu.manual_seed_all(5)
+    torch.tpu.seed_all()
+    seed = torch.tpu.initial_seed()
+    assert seed != 5
+    assert all(g.initial_seed() == seed for g in torch.tpu.default_generators)
+    first = draw()
+    torch.tpu.manual_seed_all(seed)
+    assert_same(first, draw())
+
+
 def test_get_set_rng_state_mid_stream():
     torch.tpu.manual_seed(3)
     draw()  # move the generator off its start

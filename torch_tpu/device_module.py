@@ -18,7 +18,8 @@ __all__ = [
     "manual_seed_all", "seed", "initial_seed", "get_rng_state", "set_rng_state", "default_generators",
     "memory_allocated", "max_memory_allocated", "memory_reserved",
     "max_memory_reserved", "memory_stats", "empty_cache",
-    "reset_peak_memory_stats", "reset_accumulated_memory_stats", "is_initialized", "platform",
+    "reset_peak_memory_stats", "reset_accumulated_memory_stats", "memory_summary", "is_initialized", "init",
+    "is_bf16_supported", "seed_all", "platform",
     "set_per_process_memory_fraction", "get_per_process_memory_fraction", "mem_get_info", "OutOfMemoryError",
     "get_amp_supported_dtype", "amp", "precision", "get_precision", "Precision",
     "Stream", "Event", "current_stream", "default_stream", "set_stream", "stream", "StreamContext",
@@ -68,6 +69,18 @@ def is_available() -> bool:
 
 def is_initialized() -> bool:
     return _C._runtime_started()
+
+
+def init() -> None:
+    """Starts the runtime now instead of at the first device use (as
+    torch.cuda.init); does nothing once started."""
+    _C._device_count()
+
+
+def is_bf16_supported(including_emulation: bool = True) -> bool:
+    """bfloat16 is native on TPU and GPU; XLA:CPU computes it through float32,
+    which counts only with `including_emulation` (as torch.cuda's)."""
+    return including_emulation or platform() != "cpu"
 
 
 def device_count() -> int:
@@ -173,6 +186,12 @@ def manual_seed_all(seed: int) -> None:
 
 def seed() -> None:
     _generator().seed()
+
+
+def seed_all() -> None:
+    """One random seed for every device (as torch.cuda.seed_all)."""
+    _generator(0).seed()
+    manual_seed_all(_generator(0).initial_seed())
 
 
 def initial_seed() -> int:
@@ -283,6 +302,44 @@ def reset_peak_memory_stats(device: Any = None) -> None:
 
 def reset_accumulated_memory_stats(device: Any = None) -> None:
     _C._reset_accumulated_memory_stats(_index(device))
+
+
+def memory_summary(device: Any = None, abbreviated: bool = False) -> str:
+    """memory_stats() as a readable table (as torch.cuda.memory_summary;
+    `abbreviated` is accepted for it and changes nothing: there are no
+    per-pool rows to leave out)."""
+    del abbreviated
+    idx = _index(device)
+    st = memory_stats(idx)
+
+    def size(n: int) -> str:
+        for unit in ("B", "KiB", "MiB", "GiB"):
+            if abs(n) < 1024 or unit == "GiB":
+                return f"{n:.0f} {unit}" if unit == "B" else f"{n:.2f} {unit}"
+            n /= 1024
+        return ""
+
+    def row(name: str, key: str, fmt) -> str:
+        cells = [fmt(st[f"{key}.all.{c}"]) if f"{key}.all.{c}" in st else "-"
+                 for c in ("current", "peak", "allocated", "freed")]
+        return f"| {name:<20}" + "".join(f"| {c:>14} " for c in cells) + "|"
+
+    rule = "|" + "=" * 21 + ("|" + "=" * 16) * 4 + "|"
+    lines = [
+        rule,
+        f"| torch_tpu memory summary, device {idx} ({get_device_name(idx)}, limit {size(_total_memory(idx))})",
+        rule,
+        f"| {'':<20}" + "".join(f"| {c:>14} " for c in ("Current", "Peak", "Tot. alloc", "Tot. freed")) + "|",
+        rule,
+        row("Allocated memory", "allocated_bytes", size),
+        row("Active memory", "active_bytes", size),
+        row("Reserved memory", "reserved_bytes", size),
+        row("Allocations", "allocation", str),
+        rule,
+        f"| OOMs: {st['num_ooms']}",
+        rule,
+    ]
+    return "\n".join(lines) + "\n"
 
 
 def empty_cache() -> None:
