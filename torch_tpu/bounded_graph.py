@@ -37,7 +37,7 @@ import torch
 from . import _C, auto_bucket
 from .compile_errors import annotate_node_error
 from .graph_replay import ReplayCache
-from .bounded_rules import Unsupported, dyn_dims, fixed_sizes, growth, plan, sym_expr, unsafe_int_use
+from .bounded_rules import Unsupported, dyn_dims, fixed_sizes, growth, plan, size_exprs, sym_expr, unsafe_int_use
 
 _FUSED = 2  # runtime::EagerMode::kFused
 
@@ -55,13 +55,15 @@ def bucket(value: int, upper: int | None) -> int:
     return max(p, int(value))
 
 
-def _upper_bound(sym, shape_env) -> int | None:
+def _bound(sym, shape_env, side: str) -> int | None:
+    """The symbol's lower or upper bound ("lower"/"upper") from Dynamo's
+    value ranges, None when unbounded or unknown."""
     try:
-        upper = shape_env.var_to_range[sym].upper
+        value = getattr(shape_env.var_to_range[sym], side)
     except (AttributeError, KeyError):
         return None
     try:
-        return int(upper) if upper.is_finite else None
+        return int(value) if value.is_finite else None
     except (TypeError, ValueError, AttributeError):
         return None
 
@@ -83,10 +85,7 @@ class _Call:
         return int(expr.xreplace({s: sympy.Integer(v) for s, v in self.padded.items()}))
 
     def padded_shape(self, val) -> list:
-        sizes = val.__dict__.get("_tpu_sizes")  # kept on the (fake) value: rules ask on every call
-        if sizes is None:
-            sizes = val._tpu_sizes = [e if (e := sym_expr(s)) is not None else int(s) for s in val.shape]
-        return [s if type(s) is int else self.padded_int(s) for s in sizes]
+        return [s if type(s) is int else self.padded_int(s) for s in size_exprs(val)]
 
     def real_value(self, expr) -> torch.Tensor:
         """The real value of a symbolic expression, as a 0-dim int64 tpu tensor."""
@@ -166,12 +165,13 @@ class BoundedGraph:
     """Runs an inference graph with symbolic sizes padded to buckets. Raises
     Unsupported from the constructor when the graph cannot be padded."""
 
-    def __init__(self, gm: torch.fx.GraphModule, exact: Callable[[list], Any]):
+    def __init__(self, gm: torch.fx.GraphModule, exact: Callable[[list], Any], options: Any = None):
         self.gm = gm
+        self.options = options  # compile_options.CompileOptions: its buckets, if it chooses them
         self.exact_runner = exact  # runs a call whose padding would not hold (_padding_for)
         self.placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
         self.symbols = []  # sympy symbols, in the order of the real-values tensor
-        self.upper = {}
+        self.upper, self.lower = {}, {}
         self.sources = {}  # symbol -> (placeholder index, dim or None)
         # Only sizes are bucketed: a symbolic stride (Dynamo adds one when a
         # strided view comes in) or other symbolic int input stays as given
@@ -273,7 +273,17 @@ class BoundedGraph:
             return
         self.sources[sym] = source
         self.symbols.append(sym)
-        self.upper[sym] = _upper_bound(sym, shape_env)
+        self.upper[sym] = _bound(sym, shape_env, "upper")
+        self.lower[sym] = _bound(sym, shape_env, "lower")
+
+    def _bucket(self, value: int, sym) -> int:
+        """bucket(), or the padded size torch.compile's options choose."""
+        upper = self.upper.get(sym)
+        if self.options is not None:
+            chosen = self.options.bucket(value, self.lower.get(sym), upper)
+            if chosen is not None:
+                return chosen
+        return bucket(value, upper)
 
     def real_sizes(self, args: list) -> dict:
         out = {}
@@ -284,7 +294,7 @@ class BoundedGraph:
     def __call__(self, args: list) -> Any:
         real = self.real_sizes(args)
         # (an int symbol below 1 stays as it is: bucket() is for sizes)
-        padded = {s: v if s in self.exact or v < 1 else bucket(v, self.upper[s]) for s, v in real.items()}
+        padded = {s: v if s in self.exact or v < 1 else self._bucket(v, s) for s, v in real.items()}
         if self.non_monotone or self.fixed:
             padded = self._padding_for(real, padded)
             if padded is None:
@@ -445,8 +455,7 @@ class BoundedGraph:
         for d in full:
             g = growth(dims[d])
             sym = g[0] if g is not None else min(dims[d].free_symbols, key=str, default=None)
-            upper = self.upper.get(sym)
-            want = bucket(sizes[d], upper) + (self._grown(sym, at) if sym is not None else 0)
+            want = self._bucket(sizes[d], sym) + (self._grown(sym, at) if sym is not None else 0)
             want = max(want, sizes[d] + 1)
             pad[2 * (t.dim() - 1 - d) + 1] = want - t.shape[d]
         return torch.constant_pad_nd(t, pad)
@@ -779,14 +788,15 @@ def _same_view(view: torch.Tensor, padded: torch.Tensor, caller: torch.Tensor) -
     return caller.as_strided(view.shape, strides, offset)
 
 
-def make_runner(gm: torch.fx.GraphModule, exact: Callable[[list], Any]) -> Callable[[list], Any]:
+def make_runner(gm: torch.fx.GraphModule, exact: Callable[[list], Any], options: Any = None) -> Callable[[list], Any]:
     """A boxed runner for an inference graph: padded to buckets when the
-    graph has symbolic sizes and every op can run padded, else `exact`."""
+    graph has symbolic sizes and every op can run padded, else `exact`.
+    `options`: torch.compile's (compile_options.CompileOptions)."""
     if not any(sym_expr(n.meta.get("val")) is not None or dyn_dims(n.meta.get("val"))
                for n in gm.graph.nodes if n.op == "placeholder"):
         return exact
     try:
-        bounded = BoundedGraph(gm, exact)
+        bounded = BoundedGraph(gm, exact, options)
     except Unsupported as e:
         warnings.warn(f"torch_tpu: this graph recompiles for every new size of its symbolic dims: {e}")
         return exact

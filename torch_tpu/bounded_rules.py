@@ -46,6 +46,16 @@ def sym_expr(v: Any):
     return None
 
 
+def size_exprs(val) -> list:
+    """Each dim of a (fake) tensor: its size's expression (sym_expr), or the
+    int of a static size. Kept on the tensor (rules ask on every call of a
+    plan): do not modify it."""
+    sizes = val.__dict__.get("_tpu_sizes")
+    if sizes is None:
+        sizes = val._tpu_sizes = [e if (e := sym_expr(s)) is not None else int(s) for s in val.shape]
+    return sizes
+
+
 def _exact_quotients(e, env):
     """`e` with each floor division a // q that Dynamo's guards make exact
     (a mod q == 0 for every call of the graph) written as a / q, when that
@@ -524,8 +534,7 @@ def _relayout_rule(ctx, node, args, kwargs):
     out_shape = ctx.padded_shape(out_meta)
 
     def real_sizes(val):
-        return [ctx.real_value(e) if e is not None else int(val.shape[d])
-                for d, e in ((d, sym_expr(s)) for d, s in enumerate(val.shape))]
+        return [e if type(e) is int else ctx.real_value(e) for e in size_exprs(val)]
 
     flat = torch.zeros(out_shape, dtype=torch.int64, device=dev)
     stride = 1
@@ -865,7 +874,7 @@ def _view_groups(node):
     import sympy
 
     def exprs(val):
-        return [sympy.sympify(sym_expr(s) if sym_expr(s) is not None else int(s)) for s in val.shape]
+        return [sympy.sympify(e) for e in size_exprs(val)]
 
     x, out = _meta(node.args[0]), _meta(node)
     env = next((s.node.shape_env for s in (*x.shape, *out.shape) if isinstance(s, torch.SymInt)), None)

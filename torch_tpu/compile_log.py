@@ -74,11 +74,11 @@ def _enable_dynamo_log() -> None:
     torch._logging.set_logs(recompiles=True)
 
 
-def note_graph_compile(gm: torch.fx.GraphModule, example_inputs: list) -> None:
+def note_graph_compile(gm: torch.fx.GraphModule, example_inputs: list, name: str | None = None) -> None:
     """Records (and with TORCH_TPU_LOG_RECOMPILES=1 logs) why Dynamo handed
     the backend this graph: the first compile of a frame, or which graph input
     changed since the frame's previous compile. Called once per Dynamo graph,
-    never per call."""
+    never per call. `name`: torch.compile's option, shown before the graph."""
     log = _C._log_recompiles()
     if log:
         _enable_dynamo_log()
@@ -91,6 +91,8 @@ def note_graph_compile(gm: torch.fx.GraphModule, example_inputs: list) -> None:
     names = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
     facts = {names[i] if i < len(names) else f"input {i}": _describe(x) for i, x in enumerate(example_inputs)}
     what = f"graph {compile_id if compile_id is not None else '?'}{_where(gm)}"
+    if name:
+        what = f"{name}: {what}"
     with _lock:
         count, before = _frames.get(frame, (0, None)) if frame is not None else (0, None)
         count += 1

@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 import torch
 
-from . import _C, _import_hooks, auto_bucket, compile_errors, compile_log
+from . import _C, _import_hooks, auto_bucket, compile_errors, compile_log, compile_options
 from .graph_replay import ReplayCache, replay_stats
 
 __all__ = ["compile_stats", "decompositions", "tpu_backend"]
@@ -90,34 +90,40 @@ def _fused_graph_compiler(gm: torch.fx.GraphModule, example_inputs: list, quick_
     return run
 
 
-def _inference_graph_compiler(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
+def _inference_graph_compiler(gm: torch.fx.GraphModule, example_inputs: list, options=None) -> Callable:
     """Inference graphs with symbolic sizes run padded to size buckets
-    (bounded_graph.py); others as `_fused_graph_compiler`."""
+    (bounded_graph.py; `options`, torch.compile's, may choose them); others
+    as `_fused_graph_compiler`."""
     from .bounded_graph import make_runner
 
     # Not quick: an optimizer step is an inference graph, and its
     # elementwise updates over every parameter run ~6x slower at -O0 than
     # the compile saves (docs/design.md, "First-call compile time").
-    return make_runner(gm, _fused_graph_compiler(gm, example_inputs, quick_first=False))
+    return make_runner(gm, _fused_graph_compiler(gm, example_inputs, quick_first=False), options)
 
 
 @functools.lru_cache(maxsize=None)
-def _aot_backend():
+def _aot_backend(options: compile_options.CompileOptions):
     from torch._dynamo.backends.common import aot_autograd
 
     return aot_autograd(
         fw_compiler=_fused_graph_compiler,
         bw_compiler=_fused_graph_compiler,
-        inference_compiler=_inference_graph_compiler,
+        inference_compiler=functools.partial(_inference_graph_compiler, options=options),
         decompositions=decompositions,  # called on the first compile
         keep_inference_input_mutations=True,
     )
 
 
-def tpu_backend(gm: torch.fx.GraphModule, example_inputs: list, **kwargs: Any) -> Callable:
-    """The "tpu" Dynamo backend (see the module docstring)."""
-    compile_log.note_graph_compile(gm, example_inputs)  # why this (re)compile: compile_log.py
-    return _aot_backend()(gm, example_inputs, **kwargs)
+def tpu_backend(gm: torch.fx.GraphModule, example_inputs: list, options: dict | None = None,
+                **kwargs: Any) -> Callable:
+    """The "tpu" Dynamo backend (see the module docstring). `options`:
+    torch.compile's, checked here (compile_options.py)."""
+    opts = compile_options.parse(options)
+    if opts.debug_callback is not None:
+        opts.debug_callback(gm, example_inputs)
+    compile_log.note_graph_compile(gm, example_inputs, opts.name)  # why this (re)compile: compile_log.py
+    return _aot_backend(opts)(gm, example_inputs, **kwargs)
 
 
 # ---- registration ----------------------------------------------------------

@@ -57,6 +57,16 @@ UNCOMPARABLE_VALUES = {
 }
 
 
+def _applies_dropout(op, sample) -> bool:
+    """A sample of an attention entry with dropout (p > 0, training): its
+    values are random like those of the entries above, so its forward is
+    compared on shape and dtype only and its gradient not at all."""
+    if sample.kwargs.get("dropout_p", 0) > 0:  # scaled_dot_product_attention
+        return True
+    return (op.name == "nn.functional.multi_head_attention_forward" and bool(sample.kwargs.get("training"))
+            and sample.args[9] > 0)  # its dropout_p is positional
+
+
 def full_name(op) -> str:
     return op.name + ("." + op.variant_test_name if op.variant_test_name else "")
 
@@ -244,7 +254,7 @@ def run_forward(op, dtype: torch.dtype, max_samples=None) -> Outcome:
             actual = tpu_sample.output_process_fn_grad(actual)
             if not _names_other_device(tpu_sample):  # e.g. zeros_like(x, device="cpu")
                 _check_devices(actual)
-            _compare(actual, _on_cpu(expected), dtype, values)
+            _compare(actual, _on_cpu(expected), dtype, values and not _applies_dropout(op, sample))
         except Exception as e:
             return Outcome("fail", n, f"sample {n}: {_short(e)} [{_describe(sample)}]")
         n += 1
@@ -273,6 +283,8 @@ def run_grad(op, max_samples=None) -> Outcome:
         return Outcome("none", 0, "sample generation failed on CPU: " + _short(e))
     n = 0
     for tpu_sample, sample in pairs:
+        if _applies_dropout(op, sample):
+            continue
         try:
             out_c = _grad_outputs(sample.output_process_fn_grad(
                 op(sample.input, *sample.args, **sample.kwargs)))
