@@ -1,6 +1,7 @@
 """torch.compile(..., backend="tpu", options=...): the reference backend's
 option names are checked and applied (torch_tpu/compile_options.py)."""
 
+import logging
 import warnings
 
 import pytest
@@ -88,3 +89,25 @@ def test_name_debug_callback_and_accepted_options():
     assert len(seen) == 1 and isinstance(seen[0][0], torch.fx.GraphModule) and seen[0][1] == 1
     assert any(r["kind"] == "graph" and r["what"].startswith("my_step: graph") for r in torch_tpu.recompile_log())
     assert any("async_compile=True changes nothing" in str(w.message) for w in caught)
+
+
+def test_modes_run_the_same_and_a_misspelt_one_raises():
+    # AOTAutograd logs "ignoring extra kwargs" for a mode its backend drops
+    records = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    logger = logging.getLogger("torch._dynamo.backends.common")
+    logger.addHandler(handler)
+    x = torch.randn(4)
+    try:
+        for mode in ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"):
+            torch._dynamo.reset()
+            f = torch.compile(lambda t: t.cos() * 3, backend="tpu", mode=mode)
+            assert_close(f(x.to("tpu")).cpu(), x.cos() * 3)
+    finally:
+        logger.removeHandler(handler)
+    assert not any("ignoring extra kwargs" in r.getMessage() for r in records)
+    torch._dynamo.reset()
+    f = torch.compile(lambda t: t * 2, backend="tpu", mode="reduce_overhead")
+    with pytest.raises(Exception, match="unknown torch.compile mode 'reduce_overhead'"):
+        f(x.to("tpu"))

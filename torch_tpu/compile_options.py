@@ -16,6 +16,8 @@ or a bad value raises at the first compile, naming the option.
 - `name`: names the graphs in the recompile log and in `recompile_log()`.
 - `debug_callback`: called as `debug_callback(gm, example_inputs)` with
   each FX graph Dynamo hands the backend, before it is compiled.
+- `mode=` (torch.compile's own argument): Inductor's mode names are
+  accepted and change nothing (MODES); another name raises.
 - `async_compile`, `serializable`: accepted so that the reference's scripts
   run unchanged. A graph's programs compile at its first call (training
   graphs quick, then rebuilt optimised in place) and always go to the
@@ -29,7 +31,7 @@ import dataclasses
 import warnings
 from typing import Any, Callable
 
-__all__ = ["CompileOptions", "parse"]
+__all__ = ["CompileOptions", "check_mode", "parse"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,6 +62,18 @@ class CompileOptions:
 
 
 _WARNED: set = set()
+
+# torch.compile's modes (Inductor's names). Each graph here is one fused
+# program, replayed without per-op dispatch (what "reduce-overhead" buys on
+# CUDA) and compiled at XLA's default level, so every mode runs the same.
+MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
+
+def check_mode(mode: Any) -> None:
+    """Raises on a mode torch.compile's Inductor would not know either."""
+    if mode not in MODES:
+        raise ValueError(f"torch_tpu: unknown torch.compile mode {mode!r}; it takes one of "
+                         f"{[m for m in MODES if m]}, all of which run the same with backend='tpu'")
 
 
 def _check_int(key: str, v: Any, lo: int, hi: int | None) -> int:

@@ -116,9 +116,10 @@ def _aot_backend(options: compile_options.CompileOptions):
 
 
 def tpu_backend(gm: torch.fx.GraphModule, example_inputs: list, options: dict | None = None,
-                **kwargs: Any) -> Callable:
-    """The "tpu" Dynamo backend (see the module docstring). `options`:
-    torch.compile's, checked here (compile_options.py)."""
+                mode: str | None = None, **kwargs: Any) -> Callable:
+    """The "tpu" Dynamo backend (see the module docstring). `options` and
+    `mode`: torch.compile's, checked here (compile_options.py)."""
+    compile_options.check_mode(mode)
     opts = compile_options.parse(options)
     if opts.debug_callback is not None:
         opts.debug_callback(gm, example_inputs)
