@@ -403,6 +403,32 @@ def test_view_of_an_input_to_int_arguments_is_a_view_of_the_callers_tensor():
                 assert_close(g.cpu(), w, **TOL)
 
 
+@pytest.mark.parametrize("piece", [
+    lambda x: x.split([x.shape[0] - 1, 1])[1], lambda x: x.split_with_sizes([x.shape[0] - 2, 2])[1],
+    lambda x: x.unbind(0)[-1], lambda x: x.chunk(2)[1], lambda x: x.tensor_split(3)[2],
+    lambda x: x.unbind(1)[2], lambda x: x.diagonal(), lambda x: x.unfold(0, 2, 1),
+], ids=["split", "split_with_sizes", "unbind", "chunk", "tensor_split", "unbind_static_dim", "diagonal", "unfold"])
+def test_a_piece_of_a_split_input_is_a_view_of_the_callers_tensor(piece):
+    """A graph that returns a piece of its input's split (split_with_sizes,
+    unbind, chunk, tensor_split, then getitem) along the padded dim: the
+    piece was taken from the padded copy, and AOTAutograd applied its
+    geometry to the caller's tensor: the first rows, or rows at a wrong
+    stride, silently (`x.split([n - 1, 1])[1]` gave row 0). It is the same
+    piece of the caller's tensor, as in eager."""
+    torch._dynamo.reset()
+    compiled = torch.compile(piece, backend="tpu", dynamic=True)
+    with torch.no_grad():
+        for n in (3, 5, 6, 9):
+            x = torch.arange(n * 4, dtype=torch.float32).reshape(n, 4)
+            tx = x.to("tpu")
+            got, want = compiled(tx), piece(x)
+            assert got.shape == want.shape and got.stride() == want.stride()
+            assert got.storage_offset() == want.storage_offset()
+            assert torch.equal(got.cpu(), want)
+            tx.add_(1)  # seen through the result, as through an eager view
+            assert torch.equal(got.cpu(), piece(x + 1))
+
+
 def test_index_and_index_put_with_padded_indices():
     """x[perm], the inverse permutation built with index_put, a negative
     index into the padded dim (counted from the real size) and an

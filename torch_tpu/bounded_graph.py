@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 import warnings
 from typing import Any, Callable
 
@@ -721,17 +722,32 @@ _VIEW_OPS = {
     torch.ops.aten.permute.default, torch.ops.aten.transpose.int, torch.ops.aten.t.default,
     torch.ops.aten.unsqueeze.default, torch.ops.aten.squeeze.dim, torch.ops.aten.squeeze.dims,
     torch.ops.aten.squeeze.default, torch.ops.aten.slice.Tensor, torch.ops.aten.select.int,
-    torch.ops.aten.expand.default, torch.ops.aten.narrow.default,
+    torch.ops.aten.expand.default, torch.ops.aten.narrow.default, torch.ops.aten.diagonal.default,
+    torch.ops.aten.unfold.default,
+}
+# Views returned as a list, whose piece the graph takes with getitem.
+_LIST_VIEW_OPS = {
+    torch.ops.aten.split.Tensor, torch.ops.aten.split_with_sizes.default, torch.ops.aten.unbind.int,
+    torch.ops.aten.chunk.default, torch.ops.aten.tensor_split.sections, torch.ops.aten.tensor_split.indices,
 }
 
 
 def _input_view_chain(node, placeholders: list) -> tuple | None:
     """(input index, the view nodes from that input out) when the graph
-    result `node` is a chain of views of an input, else None."""
+    result `node` is a chain of views of an input, else None. A piece of a
+    split (`getitem` of split_with_sizes, unbind, ...) is a link of two
+    nodes, replayed as the split and the getitem."""
     chain = []
-    while isinstance(node, torch.fx.Node) and node.op == "call_function" and node.target in _VIEW_OPS:
-        chain.append(node)
-        node = node.args[0]
+    while isinstance(node, torch.fx.Node) and node.op == "call_function":
+        if node.target in _VIEW_OPS:
+            chain.append(node)
+            node = node.args[0]
+        elif (node.target is operator.getitem and isinstance(node.args[0], torch.fx.Node)
+              and node.args[0].op == "call_function" and node.args[0].target in _LIST_VIEW_OPS):
+            chain += [node, node.args[0]]
+            node = node.args[0].args[0]
+        else:
+            break
     if chain and isinstance(node, torch.fx.Node) and node.op == "placeholder":
         return placeholders.index(node), chain[::-1]
     return None
