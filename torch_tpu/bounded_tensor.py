@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import warnings
+import weakref
 from typing import Any
 
 import sympy
@@ -195,8 +196,10 @@ def _dispatch(func, args, kwargs):
     for pos, name in _mutated(func):
         written = args[pos] if pos < len(args) else kwargs.get(name)
         for t in written if isinstance(written, (list, tuple)) else (written,):
-            if type(t) is BoundedTensor and "_source" in t.__dict__:
-                _write_back(t)
+            if type(t) is BoundedTensor:
+                if "_source" in t.__dict__:
+                    _write_back(t)
+                _refresh_copies(t)
     return out
 
 
@@ -233,7 +236,40 @@ def _note_views(res, src: "BoundedTensor", func, args, kwargs, index=None):
     if type(res) is not BoundedTensor:
         res = BoundedTensor(res, res.shape, {})
     res._source = note
+    if note[0] == "copy":
+        _copies_of.setdefault(src._padded.untyped_storage()._cdata, weakref.WeakSet()).add(res)
     return res
+
+
+# The copies standing for views (_note_views) by the padded storage they
+# were taken from: a write into that storage, through the source or any
+# true view of it, is carried into each copy still alive (_refresh_copies),
+# so a view taken before the write reads the new values, as a view does.
+# A copy's note holds its source, so no storage in here is freed (and its
+# id reused) while a copy of it lives.
+_copies_of: dict = {}
+
+
+def _refresh_copies(t: "BoundedTensor") -> None:
+    """`t` was written in place: each copy standing for a view of its
+    storage is taken again from its source and stored into the copy's own
+    storage, then the copies of that copy."""
+    key = t._padded.untyped_storage()._cdata
+    copies = _copies_of.get(key)
+    if not copies:
+        if copies is not None:
+            del _copies_of[key]
+        return
+    for c in list(copies):
+        _, _, func, args, kwargs, index = c._source
+        fresh = func(*args, **kwargs)
+        fresh = fresh if index is None else fresh[index]
+        fresh = fresh._padded if type(fresh) is BoundedTensor else fresh
+        if fresh.shape != c._padded.shape:  # its source was resized: nothing to carry
+            copies.discard(c)
+            continue
+        c._padded.copy_(fresh)
+        _refresh_copies(c)
 
 
 _RESHAPES = {torch.ops.aten.view.default, torch.ops.aten._unsafe_view.default, torch.ops.aten.reshape.default}
@@ -258,6 +294,7 @@ def _write_back(t: "BoundedTensor") -> None:
                 target = func(*real_args, **real_kwargs)
                 target, value = (target if index is None else target[index]), t.unpadded()
             target.copy_(value)
+            _refresh_copies(src)  # the other views copied from it (t's own copy is taken again too)
         t, note = src, src.__dict__.get("_source")
 
 
