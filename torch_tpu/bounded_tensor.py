@@ -237,6 +237,9 @@ def _note_views(res, src: "BoundedTensor", func, args, kwargs, index=None):
         res = BoundedTensor(res, res.shape, {})
     res._source = note
     if note[0] == "copy":
+        if len(_copies_of) >= _PRUNE_AT:  # a decode loop's views die within their step
+            for key in [k for k, v in _copies_of.items() if not v]:
+                del _copies_of[key]
         _copies_of.setdefault(src._padded.untyped_storage()._cdata, weakref.WeakSet()).add(res)
     return res
 
@@ -248,6 +251,7 @@ def _note_views(res, src: "BoundedTensor", func, args, kwargs, index=None):
 # A copy's note holds its source, so no storage in here is freed (and its
 # id reused) while a copy of it lives.
 _copies_of: dict = {}
+_PRUNE_AT = 256  # entries before the empty ones are dropped
 
 
 def _refresh_copies(t: "BoundedTensor") -> None:
