@@ -136,17 +136,9 @@ def test_is_initialized_initial_seed_default_generators():
     assert_close(torch.rand(4, device="tpu"), a.cpu())
 
 
-def test_is_initialized_false_before_device_use():
-    code = "import torch, torch_tpu; print(torch.tpu.is_initialized()); torch.ones(1, device='tpu'); " \
-           "print(torch.tpu.is_initialized())"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["False", "True"]
-
-
-def test_init_starts_the_runtime():
-    code = "import torch, torch_tpu; print(torch.tpu.is_initialized()); torch.tpu.init(); " \
-           "print(torch.tpu.is_initialized())"
+@pytest.mark.parametrize("start", ["torch.ones(1, device='tpu')", "torch.tpu.init()"], ids=["device_use", "init"])
+def test_is_initialized_false_until_device_use_or_init(start):
+    code = f"import torch, torch_tpu; print(torch.tpu.is_initialized()); {start}; print(torch.tpu.is_initialized())"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["False", "True"]

@@ -197,9 +197,12 @@ def _dispatch(func, args, kwargs):
         written = args[pos] if pos < len(args) else kwargs.get(name)
         for t in written if isinstance(written, (list, tuple)) else (written,):
             if type(t) is BoundedTensor:
+                # the write-back refreshes the copies of what it writes into,
+                # t's own copies among them (through t, a copy of its source)
                 if "_source" in t.__dict__:
                     _write_back(t)
-                _refresh_copies(t)
+                else:
+                    _refresh_copies(t)
     return out
 
 
@@ -237,9 +240,11 @@ def _note_views(res, src: "BoundedTensor", func, args, kwargs, index=None):
         res = BoundedTensor(res, res.shape, {})
     res._source = note
     if note[0] == "copy":
-        if len(_copies_of) >= _PRUNE_AT:  # a decode loop's views die within their step
+        global _prune_at
+        if len(_copies_of) >= _prune_at:  # a decode loop's views die within their step
             for key in [k for k, v in _copies_of.items() if not v]:
                 del _copies_of[key]
+            _prune_at = max(256, 2 * len(_copies_of))  # scanned again only once it doubles
         _copies_of.setdefault(src._padded.untyped_storage()._cdata, weakref.WeakSet()).add(res)
     return res
 
@@ -251,7 +256,7 @@ def _note_views(res, src: "BoundedTensor", func, args, kwargs, index=None):
 # A copy's note holds its source, so no storage in here is freed (and its
 # id reused) while a copy of it lives.
 _copies_of: dict = {}
-_PRUNE_AT = 256  # entries before the empty ones are dropped
+_prune_at = 256  # entries before the empty ones are dropped
 
 
 def _refresh_copies(t: "BoundedTensor") -> None:

@@ -317,7 +317,6 @@ def memory_summary(device: Any = None, abbreviated: bool = False) -> str:
             if abs(n) < 1024 or unit == "GiB":
                 return f"{n:.0f} {unit}" if unit == "B" else f"{n:.2f} {unit}"
             n /= 1024
-        return ""
 
     def row(name: str, key: str, fmt) -> str:
         cells = [fmt(st[f"{key}.all.{c}"]) if f"{key}.all.{c}" in st else "-"
