@@ -21,6 +21,7 @@ using ew::opmath;
 struct Item {
   at::ScalarType out;  // result dtype of this element
   ElementType ct;      // compute type
+  Dims dims;           // result shape: the functional forms broadcast (a 0-dim self times a matrix is a matrix)
 };
 
 // In-place forms write every element of `self` from the values read before
@@ -49,7 +50,9 @@ Item item(LowerCtx& ctx, const std::vector<at::Tensor>& self, size_t i) {
   if (i == 0) check_no_overlap(ctx, self);
   at::ScalarType out = self[i].scalar_type();
   if (auto d = ctx.out_dtype(static_cast<int>(i))) out = *d;
-  return {out, element_type(opmath(out))};
+  Dims dims = self[i].sizes().vec();
+  if (auto s = ctx.out_sizes(static_cast<int>(i))) dims = *s;
+  return {out, element_type(opmath(out)), dims};
 }
 
 // The second operand of element i: a list element, a Scalar or a tensor.
@@ -72,8 +75,8 @@ std::vector<Value> foreach_binary(LowerCtx& ctx, Binary op, bool has_alpha) {
   std::vector<Value> out;
   for (size_t i = 0; i < self.size(); ++i) {
     Item it = item(ctx, self_t, i);
-    Value a = hlo::convert(self[i], it.ct);
-    Value b = second(ctx, name, others, i, it, a.dims());
+    Value a = hlo::broadcast_to(hlo::convert(self[i], it.ct), it.dims);
+    Value b = second(ctx, name, others, i, it, it.dims);
     if (has_alpha && ctx.has("alpha")) b = hlo::mul(b, hlo::broadcast_to(ctx.operand("alpha", scalar_type(it.ct)), a.dims()));
     out.push_back(hlo::convert(op(a, b), element_type(it.out)));
   }
@@ -88,7 +91,7 @@ std::vector<Value> foreach_pointwise(LowerCtx& ctx, bool divide) {
   std::vector<Value> out;
   for (size_t i = 0; i < self.size(); ++i) {
     Item it = item(ctx, self_t, i);
-    Value a = hlo::convert(self[i], it.ct);
+    Value a = hlo::broadcast_to(hlo::convert(self[i], it.ct), it.dims);
     Value x = hlo::broadcast_to(hlo::convert(t1[i], it.ct), a.dims());
     Value y = hlo::broadcast_to(hlo::convert(t2[i], it.ct), a.dims());
     Value v = hlo::broadcast_to(ctx.operand("value", scalar_type(it.ct)), a.dims());
@@ -136,9 +139,9 @@ TPU_LOWERING(_foreach_lerp) {
   std::vector<Value> out;
   for (size_t i = 0; i < self.size(); ++i) {
     Item it = item(ctx, self_t, i);
-    Value a = hlo::convert(self[i], it.ct);
-    Value e = hlo::broadcast_to(hlo::convert(ends[i], it.ct), a.dims());
-    Value w = second(ctx, wname, ws, i, it, a.dims());
+    Value a = hlo::broadcast_to(hlo::convert(self[i], it.ct), it.dims);
+    Value e = hlo::broadcast_to(hlo::convert(ends[i], it.ct), it.dims);
+    Value w = second(ctx, wname, ws, i, it, it.dims);
     Value diff = hlo::sub(e, a);
     Value small = hlo::compare(hlo::unary("abs", w), hlo::full_like(w, 0.5), "LT");
     Value lo = hlo::add(a, hlo::mul(w, diff));

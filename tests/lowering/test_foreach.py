@@ -90,3 +90,22 @@ def test_overlapping_in_place_is_refused():
     bt = make((4, 4)).to("tpu")
     with pytest.raises(NotImplementedError, match="share memory"):
         torch._foreach_add_([bt[0], bt[:, 1]], 1.0)
+
+
+# NAdam's foreach step multiplies 0-dim step sizes by the gradients: the
+# functional forms broadcast each pair like the per-tensor op (a 0-dim self
+# gives the other's shape), where the in-place forms keep self's shape.
+@pytest.mark.parametrize("name", ["mul", "add", "div", "addcmul", "lerp"])
+def test_functional_forms_broadcast_each_pair(name):
+    xs = [torch.tensor(2.0), make((2,), seed=1)]
+    ys = [make((3, 4), seed=2), make((3, 2), low=0.5, seed=3)]
+    call = {
+        "mul": lambda x, y: torch._foreach_mul(x, y),
+        "add": lambda x, y: torch._foreach_add(x, y, alpha=2),
+        "div": lambda x, y: torch._foreach_div(x, y),
+        "addcmul": lambda x, y: torch._foreach_addcmul(x, y, y, value=0.5),
+        "lerp": lambda x, y: torch._foreach_lerp(x, y, 0.25),
+    }[name]
+    same(call(T(xs), T(ys)), call(xs, ys))
+    with pytest.raises(RuntimeError, match="broadcast shape"):
+        torch._foreach_mul_(T(xs[:1]), T(ys[:1]))
