@@ -92,6 +92,14 @@ def test_bincount(weights):
     check(lambda t: torch.bincount(t), torch.zeros(0, dtype=torch.int64))
 
 
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int16, torch.int32])
+def test_bincount_of_small_integer_types(dtype):
+    # scatter's index must be int32/int64; bincount takes any integer type
+    x = torch.tensor([3, 1, 2, 3, 1, 1, 5], dtype=dtype)
+    check(torch.bincount, x)
+    check(lambda t, w: torch.bincount(t, w), x, make((7,)))
+
+
 def test_bincount_rejects_negative():
     with pytest.raises(RuntimeError, match="non-negative"):
         torch.bincount(torch.tensor([1, -1], device="tpu"))

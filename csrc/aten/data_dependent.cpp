@@ -150,7 +150,9 @@ at::Tensor tpu_bincount(const at::Tensor& self, const std::optional<at::Tensor>&
   at::Tensor out = at::zeros({n}, self.options().dtype(dtype));
   if (self.numel() == 0) return out;
   at::Tensor w = weights.defined() ? weights.to(dtype) : at::ones({self.size(0)}, self.options().dtype(dtype));
-  return out.scatter_add_(0, self, w);
+  // scatter takes int32/int64 indices; CPU's bincount takes any integer type.
+  at::Tensor index = self.scalar_type() == at::kInt ? self : self.to(at::kLong);
+  return out.scatter_add_(0, index, w);
 }
 
 at::Tensor tpu_repeat_interleave(const at::Tensor& repeats, std::optional<c10::SymInt> output_size) {

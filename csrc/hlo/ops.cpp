@@ -226,6 +226,11 @@ Value unary(const char* op, Value x) {
   // abs of a complex value is its real modulus.
   if (is_complex(x.element()) && std::strcmp(op, "abs") == 0)
     return x.builder().emit(op, {x}, with_element(x.type(), complex_component(x.element())));
+  // StableHLO's abs and sign take signed types only; on unsigned ones they
+  // are the identity and (x != 0).
+  if (is_unsigned_int(x.element()) && std::strcmp(op, "abs") == 0) return x;
+  if (is_unsigned_int(x.element()) && std::strcmp(op, "sign") == 0)
+    return convert(compare(x, zeros_like(x), "NE"), x.element());
   return x.builder().emit(op, {x}, x.type());
 }
 

@@ -183,3 +183,11 @@ def test_masked_fill(dt):
         check(lambda t, m: t.masked_fill(m, float("-inf")), x, m)
         check(lambda t, m: t.masked_fill(m, 2.5), x, m)
         check_grad(lambda t: t.masked_fill(t > 0, 0.0), make((3, 4)))
+
+
+# StableHLO's abs and sign refuse unsigned operands: uint8 abs, sign, sgn,
+# gcd, lcm and softsign failed to compile.
+@pytest.mark.parametrize("fn", [torch.abs, torch.sign, torch.sgn, torch.nn.functional.softsign,
+                                lambda t: torch.gcd(t, t.flip(0)), lambda t: torch.lcm(t % 10, t.flip(0) % 10)])
+def test_unsigned_abs_and_sign(fn):
+    check(fn, make((17,), torch.uint8, low=0, high=255))

@@ -28,6 +28,12 @@ DTYPES = {
     "int64": torch.int64,
     "bool": torch.bool,
     "complex64": torch.complex64,
+    # not in the default run: for sweeps with --dtypes
+    "float16": torch.float16,
+    "uint8": torch.uint8,
+    "int8": torch.int8,
+    "int16": torch.int16,
+    "int32": torch.int32,
 }
 
 # (atol, rtol). float32 as PyTorch's test_compare_cpu; bf16 allows a couple
