@@ -102,7 +102,10 @@ def _inference_graph_compiler(gm: torch.fx.GraphModule, example_inputs: list, op
     return make_runner(gm, _fused_graph_compiler(gm, example_inputs, quick_first=False), options)
 
 
-@functools.lru_cache(maxsize=None)
+# One AOTAutograd wrapper per distinct options (a stateless callable: the
+# compiled graphs live in Dynamo's caches). Bounded, since each
+# `debug_callback` closure is a distinct key; an evicted entry is rebuilt.
+@functools.lru_cache(maxsize=64)
 def _aot_backend(options: compile_options.CompileOptions):
     from torch._dynamo.backends.common import aot_autograd
 
