@@ -187,3 +187,26 @@ def test_distribution_moments_match_cpu():
     assert abs(u.mean().item() - 0.5) < 0.005 and abs(u.var().item() - 1 / 12) < 0.002
     assert abs(n.mean().item()) < 0.01 and abs(n.var().item() - 1) < 0.02
     assert u.min().item() >= 0 and u.max().item() < 1
+
+
+# torch.utils.checkpoint stashes a device's RNG state only when the device
+# module's `_initialized` is true; without it the recomputed forward drew new
+# dropout masks and the gradients were silently those of another mask.
+@pytest.mark.parametrize("reentrant", [False, True])
+def test_activation_checkpointing_recomputes_the_same_dropout_mask(reentrant):
+    from torch.utils.checkpoint import checkpoint
+
+    def grads(use_checkpoint):
+        torch.manual_seed(0)
+        block = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.Dropout(0.5), torch.nn.GELU(),
+                                    torch.nn.Linear(32, 16)).to("tpu")
+        x = torch.randn(8, 16).to("tpu").requires_grad_()
+        torch.manual_seed(1)
+        y = checkpoint(block, x, use_reentrant=reentrant) if use_checkpoint else block(x)
+        y.pow(2).sum().backward()
+        return [y.detach().cpu(), x.grad.cpu()] + [p.grad.cpu() for p in block.parameters()]
+
+    want = grads(False)
+    assert torch.tpu._initialized  # the device is in use
+    for got, w in zip(grads(True), want):
+        assert_close(got, w)

@@ -447,6 +447,14 @@ class _DeviceModule(types.ModuleType):
         _modes.eager_mode(mode)
 
     @property
+    def _initialized(self) -> bool:
+        """torch.cuda's flag, read by torch.utils.checkpoint: only when it is
+        true does checkpointing stash the device's RNG state and restore it for
+        the recomputation. Without it, dropout under activation checkpointing
+        drew a new mask in the recomputed forward: silently wrong gradients."""
+        return _C._runtime_started()
+
+    @property
     def default_generators(self) -> tuple[torch.Generator, ...]:
         """Each device's default generator, as torch.cuda.default_generators."""
         return tuple(_C._default_generator(i) for i in range(device_count()))
