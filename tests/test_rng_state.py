@@ -210,3 +210,27 @@ def test_activation_checkpointing_recomputes_the_same_dropout_mask(reentrant):
     assert torch.tpu._initialized  # the device is in use
     for got, w in zip(grads(True), want):
         assert_close(got, w)
+
+
+# Under torch.compile AOTAutograd recomputes a checkpointed region's ops in
+# the backward graph; its wrapper for random ones (`run_and_save_rng_state`)
+# knows no tpu, so the graph failed. The backend's partitioner saves the
+# random ops' outputs instead: the gradients are those of the forward's masks.
+def test_compiled_activation_checkpointing_with_dropout():
+    from torch.utils.checkpoint import checkpoint
+
+    def grads(use_checkpoint):
+        torch._dynamo.reset()
+        torch.manual_seed(0)
+        block = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.Dropout(0.5), torch.nn.GELU(),
+                                    torch.nn.Linear(32, 16)).to("tpu")
+        x = torch.randn(8, 16).to("tpu").requires_grad_()
+        f = torch.compile(lambda x: (checkpoint(block, x, use_reentrant=False) if use_checkpoint else block(x))
+                          .pow(2).sum(), backend="tpu")
+        torch.manual_seed(1)
+        y = f(x)
+        y.backward()
+        return [y.detach().cpu(), x.grad.cpu()] + [p.grad.cpu() for p in block.parameters()]
+
+    for got, want in zip(grads(True), grads(False)):
+        assert_close(got, want)

@@ -12,6 +12,7 @@ shapes compiles nothing (docs/design.md, "torch.compile").
 from __future__ import annotations
 
 import functools
+import operator
 import sys
 import threading
 from typing import Any, Callable
@@ -102,6 +103,27 @@ def _inference_graph_compiler(gm: torch.fx.GraphModule, example_inputs: list, op
     return make_runner(gm, _fused_graph_compiler(gm, example_inputs, quick_first=False), options)
 
 
+def _partition(joint_module: torch.fx.GraphModule, joint_inputs, **kwargs):
+    """AOTAutograd's default partitioner, except that the random ops of a
+    checkpointed region (torch.utils.checkpoint under torch.compile) are
+    saved instead of recomputed in the backward graph. To recompute them
+    AOTAutograd wraps them in `run_and_save_rng_state`, whose device table
+    (torch/_prims/rng_prims.py) knows cuda, cpu, hpu and xpu only, so such a
+    graph failed on tpu; recomputed with a fresh key they would draw other
+    dropout masks. Saved, the recomputed ops downstream read the forward's
+    values: the gradients are exact, at the memory of those ops' outputs."""
+    from torch._functorch.partitioners import default_partition, must_recompute
+    from torch.utils.checkpoint import CheckpointPolicy
+
+    for node in joint_module.graph.nodes:
+        if node.op == "call_function" and must_recompute(node) and \
+                torch.Tag.nondeterministic_seeded in getattr(node.target, "tags", ()):
+            # a multi-output op (native_dropout) is saved through its getitems
+            for saved in [node, *(u for u in node.users if u.target is operator.getitem)]:
+                saved.meta["recompute"] = CheckpointPolicy.MUST_SAVE
+    return default_partition(joint_module, joint_inputs, **kwargs)
+
+
 # One AOTAutograd wrapper per distinct options (a stateless callable: the
 # compiled graphs live in Dynamo's caches). Bounded, since each
 # `debug_callback` closure is a distinct key; an evicted entry is rebuilt.
@@ -113,6 +135,7 @@ def _aot_backend(options: compile_options.CompileOptions):
         fw_compiler=_fused_graph_compiler,
         bw_compiler=_fused_graph_compiler,
         inference_compiler=functools.partial(_inference_graph_compiler, options=options),
+        partition_fn=_partition,
         decompositions=decompositions,  # called on the first compile
         keep_inference_input_mutations=True,
     )
