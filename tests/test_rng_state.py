@@ -189,26 +189,36 @@ def test_distribution_moments_match_cpu():
     assert u.min().item() >= 0 and u.max().item() < 1
 
 
+def _checkpointed_block_grads(use_checkpoint, reentrant=False, compiled=False):
+    """Output and gradients of a dropout block run on tpu, checkpointed or not,
+    eager or under torch.compile, from the same seeds."""
+    from torch.utils.checkpoint import checkpoint
+
+    if compiled:
+        torch._dynamo.reset()
+    torch.manual_seed(0)
+    block = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.Dropout(0.5), torch.nn.GELU(),
+                                torch.nn.Linear(32, 16)).to("tpu")
+    x = torch.randn(8, 16).to("tpu").requires_grad_()
+    def f(x):
+        return (checkpoint(block, x, use_reentrant=reentrant) if use_checkpoint else block(x)).pow(2).sum()
+
+    if compiled:
+        f = torch.compile(f, backend="tpu")
+    torch.manual_seed(1)
+    y = f(x)
+    y.backward()
+    return [y.detach().cpu(), x.grad.cpu()] + [p.grad.cpu() for p in block.parameters()]
+
+
 # torch.utils.checkpoint stashes a device's RNG state only when the device
 # module's `_initialized` is true; without it the recomputed forward drew new
 # dropout masks and the gradients were silently those of another mask.
 @pytest.mark.parametrize("reentrant", [False, True])
 def test_activation_checkpointing_recomputes_the_same_dropout_mask(reentrant):
-    from torch.utils.checkpoint import checkpoint
-
-    def grads(use_checkpoint):
-        torch.manual_seed(0)
-        block = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.Dropout(0.5), torch.nn.GELU(),
-                                    torch.nn.Linear(32, 16)).to("tpu")
-        x = torch.randn(8, 16).to("tpu").requires_grad_()
-        torch.manual_seed(1)
-        y = checkpoint(block, x, use_reentrant=reentrant) if use_checkpoint else block(x)
-        y.pow(2).sum().backward()
-        return [y.detach().cpu(), x.grad.cpu()] + [p.grad.cpu() for p in block.parameters()]
-
-    want = grads(False)
+    want = _checkpointed_block_grads(False)
     assert torch.tpu._initialized  # the device is in use
-    for got, w in zip(grads(True), want):
+    for got, w in zip(_checkpointed_block_grads(True, reentrant), want):
         assert_close(got, w)
 
 
@@ -217,20 +227,6 @@ def test_activation_checkpointing_recomputes_the_same_dropout_mask(reentrant):
 # knows no tpu, so the graph failed. The backend's partitioner saves the
 # random ops' outputs instead: the gradients are those of the forward's masks.
 def test_compiled_activation_checkpointing_with_dropout():
-    from torch.utils.checkpoint import checkpoint
-
-    def grads(use_checkpoint):
-        torch._dynamo.reset()
-        torch.manual_seed(0)
-        block = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.Dropout(0.5), torch.nn.GELU(),
-                                    torch.nn.Linear(32, 16)).to("tpu")
-        x = torch.randn(8, 16).to("tpu").requires_grad_()
-        f = torch.compile(lambda x: (checkpoint(block, x, use_reentrant=False) if use_checkpoint else block(x))
-                          .pow(2).sum(), backend="tpu")
-        torch.manual_seed(1)
-        y = f(x)
-        y.backward()
-        return [y.detach().cpu(), x.grad.cpu()] + [p.grad.cpu() for p in block.parameters()]
-
-    for got, want in zip(grads(True), grads(False)):
-        assert_close(got, want)
+    want = _checkpointed_block_grads(False, compiled=True)
+    for got, w in zip(_checkpointed_block_grads(True, compiled=True), want):
+        assert_close(got, w)
