@@ -109,6 +109,22 @@ Value constant_int(Builder& b, ElementType e, int64_t v) {
   return b.emit("constant", {}, t, "value = dense<" + lit + "> : " + t.str());
 }
 
+Value lowest(Builder& b, ElementType e) {
+  if (is_float(e)) return constant(b, e, -std::numeric_limits<double>::infinity());
+  if (e == ElementType::kPred || is_unsigned_int(e)) return constant_int(b, e, 0);
+  int bits = element_bits(e);
+  return constant_int(b, e, bits == 64 ? std::numeric_limits<int64_t>::min() : -(int64_t(1) << (bits - 1)));
+}
+
+Value highest(Builder& b, ElementType e) {
+  if (is_float(e)) return constant(b, e, std::numeric_limits<double>::infinity());
+  if (e == ElementType::kPred) return constant_int(b, e, 1);
+  int bits = element_bits(e);
+  // constant_int prints unsigned types from the bits, so -1 is u64's all ones.
+  if (is_unsigned_int(e)) return constant_int(b, e, bits == 64 ? -1 : (int64_t(1) << bits) - 1);
+  return constant_int(b, e, bits == 64 ? std::numeric_limits<int64_t>::max() : (int64_t(1) << (bits - 1)) - 1);
+}
+
 Value full(Builder& b, ElementType e, const Dims& dims, double v) {
   return broadcast_in_dim(constant(b, e, v), dims, {});
 }
@@ -283,26 +299,6 @@ Value clamp(Value lo, Value x, Value hi) { return x.builder().emit("clamp", {lo,
 
 namespace {
 
-double reduce_identity(ReduceKind k, ElementType e) {
-  switch (k) {
-    case ReduceKind::kSum: return 0;
-    case ReduceKind::kProd: return 1;
-    case ReduceKind::kAnd: return 1;
-    case ReduceKind::kOr: return 0;
-    case ReduceKind::kMax:
-      if (is_float(e)) return -std::numeric_limits<double>::infinity();
-      if (e == ElementType::kPred) return 0;
-      if (is_unsigned_int(e)) return 0;
-      return -std::ldexp(1.0, element_bits(e) - 1);
-    case ReduceKind::kMin:
-      if (is_float(e)) return std::numeric_limits<double>::infinity();
-      if (e == ElementType::kPred) return 1;
-      if (is_unsigned_int(e)) return std::ldexp(1.0, element_bits(e)) - 1;
-      return std::ldexp(1.0, element_bits(e) - 1) - 1;
-  }
-  return 0;
-}
-
 const char* reduce_op(ReduceKind k, ElementType e) {
   switch (k) {
     case ReduceKind::kSum: return e == ElementType::kPred ? "or" : "add";
@@ -321,13 +317,12 @@ Value reduce(Value x, const Dims& dims, ReduceKind kind) {
   if (dims.empty()) return x;
   Builder& b = x.builder();
   ElementType e = x.element();
-  Value init = e == ElementType::kI64 || e == ElementType::kU64
-                   ? constant_int(b, e,
-                                  kind == ReduceKind::kMax   ? (e == ElementType::kU64 ? 0 : std::numeric_limits<int64_t>::min())
-                                  : kind == ReduceKind::kMin ? std::numeric_limits<int64_t>::max()
-                                  : kind == ReduceKind::kProd ? 1
-                                                              : 0)
-                   : constant(b, e, reduce_identity(kind, e));
+  // A bitwise and starts from all ones (true for pred).
+  Value init = kind == ReduceKind::kMax    ? lowest(b, e)
+               : kind == ReduceKind::kMin  ? highest(b, e)
+               : kind == ReduceKind::kAnd  ? constant_int(b, e, -1)
+               : kind == ReduceKind::kProd ? constant(b, e, 1)
+                                           : constant(b, e, 0);
   const char* op = reduce_op(kind, e);
   return reduce_multi({x}, {init}, dims, [op](Builder& rb, const std::vector<Value>& a) {
     return std::vector<Value>{rb.emit(op, {a[0], a[1]}, a[0].type())};

@@ -17,6 +17,10 @@ using Dims = std::vector<int64_t>;
 // floats are printed as bit patterns, so inf and nan survive).
 Value constant(Builder& b, ElementType e, double v);
 Value constant_int(Builder& b, ElementType e, int64_t v);
+// The smallest and largest values of `e` (-inf/+inf for floats, false/true
+// for pred): the identities of max and min, the filler a max ignores.
+Value lowest(Builder& b, ElementType e);
+Value highest(Builder& b, ElementType e);
 // `v` broadcast to `dims`.
 Value full(Builder& b, ElementType e, const Dims& dims, double v);
 Value zeros_like(Value x);

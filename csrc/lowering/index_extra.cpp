@@ -11,7 +11,6 @@
 #include <c10/util/Exception.h>
 
 #include <functional>
-#include <limits>
 
 #include "lowering/compute_util.h"
 #include "lowering/index_check.h"
@@ -35,32 +34,6 @@ void check_writes(LowerCtx& ctx) {
 
 // `v` (rank 0) in every element of `dims`.
 Value splat(Value v, const Dims& dims) { return hlo::broadcast_in_dim(v, dims, {}); }
-
-// The extreme values of an element type (identities of max / min).
-Value lowest(Builder& b, ElementType e) {
-  if (hlo::is_float(e)) return hlo::constant(b, e, -std::numeric_limits<double>::infinity());
-  switch (e) {
-    case ElementType::kPred: return hlo::constant(b, e, 0);
-    case ElementType::kI8: return hlo::constant_int(b, e, std::numeric_limits<int8_t>::min());
-    case ElementType::kI16: return hlo::constant_int(b, e, std::numeric_limits<int16_t>::min());
-    case ElementType::kI32: return hlo::constant_int(b, e, std::numeric_limits<int32_t>::min());
-    case ElementType::kI64: return hlo::constant_int(b, e, std::numeric_limits<int64_t>::min());
-    default: return hlo::constant_int(b, e, 0);  // unsigned
-  }
-}
-Value highest(Builder& b, ElementType e) {
-  if (hlo::is_float(e)) return hlo::constant(b, e, std::numeric_limits<double>::infinity());
-  switch (e) {
-    case ElementType::kPred: return hlo::constant(b, e, 1);
-    case ElementType::kI8: return hlo::constant_int(b, e, std::numeric_limits<int8_t>::max());
-    case ElementType::kI16: return hlo::constant_int(b, e, std::numeric_limits<int16_t>::max());
-    case ElementType::kI32: return hlo::constant_int(b, e, std::numeric_limits<int32_t>::max());
-    case ElementType::kI64: return hlo::constant_int(b, e, std::numeric_limits<int64_t>::max());
-    case ElementType::kU8: return hlo::constant_int(b, e, std::numeric_limits<uint8_t>::max());
-    case ElementType::kU32: return hlo::constant_int(b, e, std::numeric_limits<uint32_t>::max());
-    default: return hlo::constant_int(b, e, -1);  // u64: all ones
-  }
-}
 
 // Integer division rounding toward -inf for a positive divisor.
 Value floor_div_pos(Value a, Value d) {
@@ -158,8 +131,8 @@ Value reduce_into(Value self, Value updates, Reduce r, bool include_self, const 
       case Reduce::kSum:
       case Reduce::kMean: init = hlo::constant(b, e, 0); break;
       case Reduce::kProd: init = hlo::constant(b, e, 1); break;
-      case Reduce::kMax: init = lowest(b, e); break;
-      case Reduce::kMin: init = highest(b, e); break;
+      case Reduce::kMax: init = hlo::lowest(b, e); break;
+      case Reduce::kMin: init = hlo::highest(b, e); break;
     }
     base = hlo::select(touched, splat(init, self.dims()), self);
   }

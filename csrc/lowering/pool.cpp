@@ -152,20 +152,13 @@ Dims k_dims(int64_t lead, int64_t nsp) {
   return d;
 }
 
-Value lowest(Builder& b, ElementType e) {
-  if (hlo::is_float(e)) return hlo::constant(b, e, -INFINITY);
-  if (e == ElementType::kI64) return hlo::constant_int(b, e, std::numeric_limits<int64_t>::min());
-  if (hlo::is_unsigned_int(e) || e == ElementType::kPred) return hlo::constant_int(b, e, 0);
-  return hlo::constant_int(b, e, -(int64_t(1) << (hlo::element_bits(e) - 1)));
-}
-
 // Max and flat index over the K dims of (values, indices) laid out
 // [lead..., O0, K0, ...]; invalid entries must hold (lowest, kNoIndex).
 std::pair<Value, Value> argmax_windows(Value v, Value flat, const Dims& kd) {
   Builder& b = v.builder();
   ElementType e = v.element();
   bool fl = hlo::is_float(e);
-  auto res = hlo::reduce_multi({v, flat}, {lowest(b, e), hlo::constant_int(b, ElementType::kI64, kNoIndex)}, kd,
+  auto res = hlo::reduce_multi({v, flat}, {hlo::lowest(b, e), hlo::constant_int(b, ElementType::kI64, kNoIndex)}, kd,
                                [fl](Builder&, const std::vector<Value>& a) {
                                  Value av = a[0], ai = a[1], bv = a[2], bi = a[3];
                                  Value pick = hlo::binary(
@@ -188,7 +181,7 @@ std::vector<Value> window_max(Builder& b, Value x, const std::vector<Win>& wins)
   Dims bd = lead_bdims(lead, 2 * nsp);
   Value valid = hlo::broadcast_in_dim(g.valid, v.dims(), bd);
   Value flat = hlo::broadcast_in_dim(g.flat, v.dims(), bd);
-  v = hlo::select(valid, v, hlo::broadcast_in_dim(lowest(b, v.element()), v.dims(), {}));
+  v = hlo::select(valid, v, hlo::broadcast_in_dim(hlo::lowest(b, v.element()), v.dims(), {}));
   flat = hlo::select(valid, flat, hlo::broadcast_in_dim(hlo::constant_int(b, ElementType::kI64, kNoIndex), flat.dims(), {}));
   auto [m, i] = argmax_windows(v, flat, k_dims(lead, nsp));
   return {m, i};

@@ -7,7 +7,6 @@
 // accumulate in the output dtype the meta kernel chose (int64).
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
 #include "hlo/complex_ops.h"
 #include "lowering/registry.h"
@@ -141,17 +140,7 @@ std::pair<Value, Value> arg_reduce(Value x, int64_t dim, bool is_max) {
   ElementType e = x.element();
   bool fl = hlo::is_float(e);
   Value idx = hlo::iota(b, ElementType::kI64, x.dims(), dim);
-  // The identity of the comparison; an unsigned type's is built without a
-  // signed one first (a negative constant of an unsigned type does not parse).
-  Value init_v = fl ? scalar(b, e, is_max ? -INFINITY : INFINITY)
-                 : hlo::is_unsigned_int(e)
-                     ? (is_max ? hlo::constant_int(b, e, 0)
-                               : hlo::constant(b, e, std::ldexp(1.0, hlo::element_bits(e)) - 1))
-                     : hlo::constant_int(b, e,
-                                         is_max ? (e == ElementType::kI64 ? std::numeric_limits<int64_t>::min()
-                                                                          : -(int64_t(1) << (hlo::element_bits(e) - 1)))
-                                                : (e == ElementType::kI64 ? std::numeric_limits<int64_t>::max()
-                                                                          : (int64_t(1) << (hlo::element_bits(e) - 1)) - 1));
+  Value init_v = is_max ? hlo::lowest(b, e) : hlo::highest(b, e);
   Value init_i = hlo::constant_int(b, ElementType::kI64, 0);
   auto res = hlo::reduce_multi({x, idx}, {init_v, init_i}, {dim}, [is_max, fl](Builder&, const std::vector<Value>& a) {
     Value av = a[0], ai = a[1], bv = a[2], bi = a[3];

@@ -9,7 +9,6 @@
 #include <c10/util/Exception.h>
 
 #include <cmath>
-#include <limits>
 
 #include "hlo/complex_ops.h"
 #include "lowering/sort_scan.h"
@@ -52,17 +51,7 @@ std::vector<Value> cum_extreme(LowerCtx& ctx, bool is_max) {
   if (orig == ElementType::kPred) x = hlo::convert(x, ElementType::kI32);
   ElementType e = x.element();
   bool fl = hlo::is_float(e);
-  Value id_v;
-  if (fl) {
-    id_v = hlo::constant(b, e, is_max ? -INFINITY : INFINITY);
-  } else if (e == ElementType::kI64) {
-    id_v = hlo::constant_int(b, e, is_max ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max());
-  } else if (hlo::is_unsigned_int(e)) {
-    id_v = is_max ? hlo::constant_int(b, e, 0) : hlo::constant(b, e, std::ldexp(1.0, hlo::element_bits(e)) - 1);
-  } else {
-    int64_t half = int64_t(1) << (hlo::element_bits(e) - 1);
-    id_v = hlo::constant_int(b, e, is_max ? -half : half - 1);
-  }
+  Value id_v = is_max ? hlo::lowest(b, e) : hlo::highest(b, e);
   Value idx = hlo::iota(b, ElementType::kI64, x.dims(), dim);
   auto res = sortscan::scan(
       {x, idx}, dim, {id_v, hlo::constant_int(b, ElementType::kI64, -1)},

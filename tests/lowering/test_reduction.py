@@ -179,6 +179,31 @@ def test_arg_reductions_of_small_integer_types(dtype):
     check(lambda t: tuple(torch.min(t, -1)), x)
 
 
+# uint64 values at or above 2^63: CPU has no uint64 min/max kernels, and
+# ours started min-reductions from INT64_MAX (min, amin, min.dim came out
+# 2^63 - 1) or from 0 (argmin and cummin: index 0 or -1, value 0).
+def test_uint64_extremes_above_2_pow_63():
+    def u64(t):  # torch cannot convert uint64 above 2^63 to a Python int
+        return [v % 2**64 for v in t.cpu().view(torch.int64).reshape(-1).tolist()]
+
+    vals = [2**63 + 5, 2**63 + 1, 2**64 - 1, 2**63 + 9, 7 + 2**63]
+    x = torch.tensor(vals, dtype=torch.uint64).to("tpu")
+    lo, hi = min(vals), max(vals)
+    assert u64(x.min()) == [lo] and u64(x.amin(0)) == [lo] and u64(x.max()) == [hi]
+    assert int(x.argmin()) == vals.index(lo) and int(x.argmax()) == vals.index(hi)
+    v, i = x.min(0)
+    assert (u64(v), int(i)) == ([lo], vals.index(lo))
+    mn, mx = torch.aminmax(x)
+    assert (u64(mn), u64(mx)) == ([lo], [hi])
+    run = [min(vals[: k + 1]) for k in range(len(vals))]
+    cm = x.cummin(0)
+    assert u64(cm.values) == run
+    assert cm.indices.cpu().tolist() == [vals.index(r) for r in run]
+    idx = torch.tensor([0, 0, 1, 1, 1]).to("tpu")
+    got = torch.zeros(2, dtype=torch.uint64).to("tpu").scatter_reduce(0, idx, x, "amin", include_self=False)
+    assert u64(got) == [min(vals[:2]), min(vals[2:])]
+
+
 @pytest.mark.parametrize("op", [torch.argmax, torch.argmin])
 @pytest.mark.parametrize("dtype", [F32, BF16, I64, I32])
 def test_argmax_argmin(op, dtype):
