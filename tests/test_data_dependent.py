@@ -38,6 +38,10 @@ def test_masked_select_and_mask_indexing(shape):
     check(lambda t, m: t[m.reshape(m.shape[0], -1)[:, 0]], x, mask)  # mask over the leading dim only
     # Broadcast mask.
     check(torch.masked_select, x, mask[..., :1])
+    # out=: resized from empty, and into a strided view of the right size.
+    check(lambda t, m: torch.masked_select(t, m, out=torch.empty(0, device=t.device)), x, mask)
+    n = int(mask.sum())
+    check(lambda t, m: torch.masked_select(t, m, out=torch.zeros(n, 2, device=t.device)[:, 0]), x, mask)
 
 
 def test_mask_assignment_and_accumulate():

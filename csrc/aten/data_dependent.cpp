@@ -17,6 +17,7 @@
 #include <ATen/ops/sum.h>
 #include <ATen/ops/zeros.h>
 #include <ATen/ExpandUtils.h>
+#include <ATen/native/Resize.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/WrapDimMinimal.h>
 #include <torch/library.h>
@@ -100,6 +101,13 @@ at::Tensor tpu_masked_select(const at::Tensor& self, const at::Tensor& mask) {
   at::Tensor flat_mask = m->reshape({-1});
   at::Tensor idx = tpu_nonzero(flat_mask).reshape({-1});
   return at::index_select(s->reshape({-1}), 0, idx);
+}
+
+at::Tensor& tpu_masked_select_out(const at::Tensor& self, const at::Tensor& mask, at::Tensor& out) {
+  TORCH_CHECK(out.scalar_type() == self.scalar_type(), "masked_select(): self and result must have the same scalar type");
+  at::Tensor r = tpu_masked_select(self, mask);
+  at::native::resize_output(out, r.sizes());  // warns, as CPU does, when a non-empty out changes size
+  return out.copy_(r);
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> tpu_unique2(const at::Tensor& self, bool sorted, bool return_inverse,
@@ -260,6 +268,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("nonzero", &tpu_nonzero);
   m.impl("nonzero.out", &tpu_nonzero_out);
   m.impl("masked_select", &tpu_masked_select);
+  m.impl("masked_select.out", &tpu_masked_select_out);
   m.impl("_unique", &tpu_unique1);
   m.impl("_unique2", &tpu_unique2);
   m.impl("unique_dim", &tpu_unique_dim);

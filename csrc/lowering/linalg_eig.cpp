@@ -247,5 +247,8 @@ TPU_LOWERING(linalg_eig) {
 }
 
 TPU_LOWERING(_linalg_eigvals) { return {eig(ctx, false).w}; }
+// linalg_eigvals.out has CPU/CUDA kernels of its own, not a composite over
+// _linalg_eigvals: the same rule serves it.
+TPU_LOWERING_ALIAS(linalg_eigvals, _linalg_eigvals);
 
 }  // namespace torch_tpu::lowering

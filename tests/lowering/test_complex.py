@@ -225,6 +225,9 @@ def test_eig(dtype, shape):
     assert_close(_sorted_eigvals(w), _sorted_eigvals(w_c), atol=tol * 10, rtol=tol * 10)
     ev = torch.linalg.eigvals(A.to("tpu"))
     assert_close(_sorted_eigvals(ev), _sorted_eigvals(w_c), atol=tol * 10, rtol=tol * 10)
+    out = torch.empty(0, dtype=w_c.dtype, device="tpu")  # linalg_eigvals.out had no rule
+    torch.linalg.eigvals(A.to("tpu"), out=out)
+    assert_close(out.cpu(), ev.cpu(), atol=0, rtol=0)
 
 
 def test_eig_known_spectrum():
