@@ -109,3 +109,41 @@ def test_functional_forms_broadcast_each_pair(name):
     same(call(T(xs), T(ys)), call(xs, ys))
     with pytest.raises(RuntimeError, match="broadcast shape"):
         torch._foreach_mul_(T(xs[:1]), T(ys[:1]))
+
+
+# The in-place forms have no ADInplaceOrView kernel, so they must bump each
+# tensor's version themselves (CPU's per-tensor path and CUDA's kernels do).
+# Without it a foreach optimizer step between forward and backward went
+# unnoticed on tpu: the backward used the updated weights, no error.
+INPLACE_CALLS = {
+    "add_": lambda xs, ys: torch._foreach_add_(xs, 1.0),
+    "add_list_": lambda xs, ys: torch._foreach_add_(xs, ys, alpha=2),
+    "mul_": lambda xs, ys: torch._foreach_mul_(xs, 2.0),
+    "div_tensor_": lambda xs, ys: torch._foreach_div_(xs, torch.tensor(2.0, device=xs[0].device)),
+    "addcmul_": lambda xs, ys: torch._foreach_addcmul_(xs, ys, ys, 0.5),
+    "lerp_list_": lambda xs, ys: torch._foreach_lerp_(xs, ys, ys),
+    "sqrt_": lambda xs, ys: torch._foreach_sqrt_(xs),
+}
+
+
+@pytest.mark.parametrize("name", sorted(INPLACE_CALLS))
+def test_in_place_forms_bump_versions(name):
+    for dev in ("cpu", "tpu"):
+        xs = [make((3,), low=0.5, seed=1).to(dev), make((2, 2), low=0.5, seed=2).to(dev)]
+        ys = [make((3,), low=0.1, high=0.9, seed=3).to(dev), make((2, 2), low=0.1, high=0.9, seed=4).to(dev)]
+        before = [x._version for x in xs]
+        INPLACE_CALLS[name](xs, ys)
+        assert [x._version for x in xs] == [v + 1 for v in before], dev
+
+
+@pytest.mark.parametrize("opt", ["sgd", "adamw"])
+def test_foreach_step_between_forward_and_backward_raises(opt):
+    for dev in ("cpu", "tpu"):
+        p = torch.nn.Parameter(make((3,), seed=1).to(dev))
+        o = (torch.optim.SGD([p], lr=0.1, momentum=0.9, foreach=True) if opt == "sgd"
+             else torch.optim.AdamW([p], foreach=True))
+        loss = (p * p).sum()  # saves p
+        p.grad = torch.ones_like(p)
+        o.step()
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            loss.backward()
