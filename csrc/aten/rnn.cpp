@@ -19,6 +19,7 @@
 #include <ATen/ops/stack.h>
 #include <ATen/ops/tensor.h>
 #include <ATen/ops/zeros.h>
+#include <torch/csrc/autograd/autograd_not_implemented_fallback.h>
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/library.h>
 
@@ -266,6 +267,16 @@ TORCH_LIBRARY_FRAGMENT(tpu_internal, m) {
       "_tpu_rnn_layer_backward(int mode, Tensor input, Tensor hx, Tensor? cx, Tensor w_ih, Tensor w_hh, "
       "Tensor? w_hr, Tensor? mask, bool reverse, Tensor acts, Tensor states, Tensor cells, Tensor grad_output, "
       "Tensor grad_hy, Tensor? grad_cy) -> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)");
+}
+
+// The layer's backward is not itself differentiable. Without an autograd
+// kernel its results would count as constants in a double backward
+// (create_graph=True), silently giving zero second-order gradients; with
+// this one, differentiating them raises "derivative for ... is not
+// implemented", as cuDNN's RNN backward does on CUDA.
+TORCH_LIBRARY_IMPL(tpu_internal, Autograd, m) {
+  m.impl("_tpu_rnn_layer", torch::autograd::autogradNotImplementedFallback());
+  m.impl("_tpu_rnn_layer_backward", torch::autograd::autogradNotImplementedFallback());
 }
 
 #define TPU_RNN_KERNELS(m)                                        \

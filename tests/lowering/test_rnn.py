@@ -242,3 +242,21 @@ def test_bad_input_raises():
     m = nn.LSTM(3, 4).to("tpu")
     with pytest.raises(RuntimeError, match="input.size\\(-1\\) must be equal to input_size"):
         m(torch.randn(5, 2, 7, device="tpu"))
+
+
+# The fused layer's backward is not differentiable: a double backward through
+# it (a gradient penalty over an RNN) gave zero second-order gradients with
+# only a warning. It now raises, as cuDNN's RNN does on CUDA; first-order
+# gradients taken with create_graph=True still match CPU.
+@pytest.mark.parametrize("cls", [nn.LSTM, nn.GRU, nn.RNN])
+def test_double_backward_raises_instead_of_zeros(cls):
+    torch.manual_seed(0)
+    m = cls(3, 4)
+    x = torch.randn(5, 2, 3)
+    xc = x.clone().requires_grad_()
+    gc, = torch.autograd.grad(m(xc)[0].pow(2).sum(), xc, create_graph=True)
+    xt = x.to("tpu").requires_grad_()
+    gt, = torch.autograd.grad(m.to("tpu")(xt)[0].pow(2).sum(), xt, create_graph=True)
+    torch.testing.assert_close(gt.cpu(), gc.detach(), atol=1e-5, rtol=1e-4)
+    with pytest.raises(RuntimeError, match="_tpu_rnn_layer_backward is not implemented"):
+        torch.autograd.grad(gt.pow(2).sum(), xt)
