@@ -11,6 +11,7 @@
 
 #include <cmath>
 
+#include "lowering/index_check.h"
 #include "lowering/sort_scan.h"
 
 namespace torch_tpu::lowering {
@@ -367,7 +368,17 @@ TPU_LOWERING(searchsorted) {
   bool right = ctx.bool_arg("right");
   if (!ctx.is_none("side")) right = ctx.str_arg("side") == "right";
   Value sorter;
-  if (!ctx.is_none("sorter")) sorter = ctx.tensor("sorter");
+  if (!ctx.is_none("sorter")) {
+    sorter = ctx.tensor("sorter");
+    // CPU refuses a sorter entry outside the row; the gather would clamp it.
+    int64_t m = seq.dims().back();
+    if (sorter.type().numel() > 0) {
+      Value s64 = hlo::convert(sorter, ElementType::kI64);
+      Value bad = hlo::binary("or", hlo::compare(s64, hlo::zeros_like(s64), "LT"),
+                              hlo::compare(s64, hlo::full_like(s64, static_cast<double>(m)), "GE"));
+      add_check(ctx, bad, s64, CheckKind::kIndexBounds, seq.rank() - 1, m, false);
+    }
+  }
   return {search(ctx.b(), seq, vals, right, sorter)};
 }
 

@@ -219,6 +219,17 @@ def test_searchsorted_sorter_nan_out():
     check(lambda s, v, o: torch.searchsorted(s, v, out=o), seq, make((4,)), torch.empty(0, dtype=I64))
 
 
+# CPU refuses a sorter entry outside the row; the gather clamped it and
+# answered silently.
+@pytest.mark.parametrize("bad", [5, -1])
+def test_searchsorted_sorter_out_of_range_raises(bad):
+    seq, vals, sorter = torch.tensor([3.0, 1.0]), torch.tensor([2.0]), torch.tensor([0, bad])
+    with pytest.raises(RuntimeError, match="sorter index out of range"):
+        torch.searchsorted(seq, vals, sorter=sorter)
+    with pytest.raises(RuntimeError, match="searchsorted.*out of bounds"):
+        torch.searchsorted(seq.to("tpu"), vals.to("tpu"), sorter=sorter.to("tpu")).cpu()
+
+
 @pytest.mark.parametrize("dtype", [F32, BF16, I64])
 def test_bucketize(dtype):
     bounds = torch.sort(make((8,), dtype, low=-5, high=5))[0]
