@@ -13,9 +13,14 @@
 // inference_mode, where autograd keys are skipped).
 #include <ATen/core/Tensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/FuncTorchTLS.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/dropout.h>
+#include <ATen/ops/gru_native.h>
 #include <ATen/ops/index_select.h>
+#include <ATen/ops/lstm_native.h>
+#include <ATen/ops/rnn_relu_native.h>
+#include <ATen/ops/rnn_tanh_native.h>
 #include <ATen/ops/stack.h>
 #include <ATen/ops/tensor.h>
 #include <ATen/ops/zeros.h>
@@ -205,10 +210,30 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> run_packed(int64_t mode, const at
   return {out.reshape({p.T * p.B, out.size(2)}).index_select(0, p.to_packed), hy, cy};
 }
 
+// Under a torch.func transform (grad, jvp, jacrev, ...) a C++ autograd
+// Function is refused, so the layer op cannot be used: PyTorch's own
+// composite runs instead, one cell op per step, which functorch
+// differentiates (the speed of PyTorch's per-step path, CPU's answers).
+// The test is the one that Function::apply makes (it throws when a
+// transform is active); functorch's own layer stack header is not usable
+// from an extension.
+bool under_functorch() {
+  const auto& tls = at::functorch::functorchTLSAccessor();
+  if (!tls) return false;
+  try {
+    tls->checkSupportsCppAutogradFunction();
+    return false;
+  } catch (const c10::Error&) {
+    return true;
+  }
+}
+
 std::tuple<at::Tensor, at::Tensor, at::Tensor> lstm_input(const at::Tensor& input, at::TensorList hx,
                                                           at::TensorList params, bool has_biases, int64_t num_layers,
                                                           double dropout, bool train, bool bidirectional,
                                                           bool batch_first) {
+  if (under_functorch())
+    return at::native::lstm(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first);
   TORCH_CHECK(hx.size() == 2, "torch_tpu: lstm expects two hidden states (h0, c0), got ", hx.size());
   return run_padded(kLstm, input, hx[0], hx[1], params, has_biases, num_layers, dropout, train, bidirectional,
                     batch_first);
@@ -218,6 +243,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> lstm_data(const at::Tensor& data,
                                                          at::TensorList hx, at::TensorList params, bool has_biases,
                                                          int64_t num_layers, double dropout, bool train,
                                                          bool bidirectional) {
+  if (under_functorch())
+    return at::native::lstm(data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional);
   TORCH_CHECK(hx.size() == 2, "torch_tpu: lstm expects two hidden states (h0, c0), got ", hx.size());
   return run_packed(kLstm, data, batch_sizes, hx[0], hx[1], params, has_biases, num_layers, dropout, train,
                     bidirectional);
@@ -227,6 +254,14 @@ template <int64_t M>
 std::tuple<at::Tensor, at::Tensor> simple_input(const at::Tensor& input, const at::Tensor& hx, at::TensorList params,
                                                 bool has_biases, int64_t num_layers, double dropout, bool train,
                                                 bool bidirectional, bool batch_first) {
+  if (under_functorch()) {
+    if constexpr (M == kGru)
+      return at::native::gru(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first);
+    else if constexpr (M == kTanh)
+      return at::native::rnn_tanh(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first);
+    else
+      return at::native::rnn_relu(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first);
+  }
   auto [out, hy, cy] = run_padded(M, input, hx, {}, params, has_biases, num_layers, dropout, train, bidirectional,
                                   batch_first);
   return {out, hy};
@@ -236,6 +271,14 @@ template <int64_t M>
 std::tuple<at::Tensor, at::Tensor> simple_data(const at::Tensor& data, const at::Tensor& batch_sizes,
                                                const at::Tensor& hx, at::TensorList params, bool has_biases,
                                                int64_t num_layers, double dropout, bool train, bool bidirectional) {
+  if (under_functorch()) {
+    if constexpr (M == kGru)
+      return at::native::gru(data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional);
+    else if constexpr (M == kTanh)
+      return at::native::rnn_tanh(data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional);
+    else
+      return at::native::rnn_relu(data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional);
+  }
   auto [out, hy, cy] =
       run_packed(M, data, batch_sizes, hx, {}, params, has_biases, num_layers, dropout, train, bidirectional);
   return {out, hy};

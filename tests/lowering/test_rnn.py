@@ -260,3 +260,23 @@ def test_double_backward_raises_instead_of_zeros(cls):
     torch.testing.assert_close(gt.cpu(), gc.detach(), atol=1e-5, rtol=1e-4)
     with pytest.raises(RuntimeError, match="_tpu_rnn_layer_backward is not implemented"):
         torch.autograd.grad(gt.pow(2).sum(), xt)
+
+
+# torch.func refuses C++ autograd Functions (the fused layer's node): under
+# a transform the modules take PyTorch's composite, one cell op per step.
+# grad (per-parameter, functional_call) and jacrev raised before.
+@pytest.mark.parametrize("cls", [nn.LSTM, nn.GRU, nn.RNN])
+def test_torch_func_transforms(cls):
+    from torch.func import functional_call, grad, jacrev
+
+    res = {}
+    for dev in ("cpu", "tpu"):
+        torch.manual_seed(0)
+        m = cls(3, 4, batch_first=True, num_layers=2, bidirectional=True).to(dev)
+        x = torch.randn(2, 5, 3).to(dev)
+        p = {k: v.detach() for k, v in m.named_parameters()}
+        g = grad(lambda pp: functional_call(m, pp, (x,))[0].pow(2).sum())(p)
+        j = jacrev(lambda xx: m(xx)[0].sum(-1))(x)
+        res[dev] = [g[k] for k in sorted(g)] + [j]
+    for t, c in zip(res["tpu"], res["cpu"]):
+        torch.testing.assert_close(t.cpu(), c, atol=1e-5, rtol=1e-4)
