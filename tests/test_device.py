@@ -67,6 +67,16 @@ def test_dtype_conversion_on_copy():
     assert torch.equal(z.cpu(), x.to(torch.bfloat16))
 
 
+# PyTorch casts floats to uint8 through int64 on every device (c10's
+# static_cast_with_inter_type): -1.7 -> 255, 300.2 -> 44. XLA's convert
+# saturated (0, 255) before.
+@pytest.mark.parametrize("src", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
+def test_float_to_uint8_wraps_like_pytorch(src):
+    x = torch.tensor([-1.7, 0.5, 100.2, -128.9, 255.9, 300.2, -300.7], dtype=src)
+    assert x.to("tpu").to(torch.uint8).cpu().tolist() == x.to(torch.uint8).tolist()
+    assert (x.to("tpu") * 2).byte().cpu().tolist() == (x * 2).byte().tolist()
+
+
 def test_copy_into_views_both_ways():
     base = torch.zeros(4, 5, device="tpu")
     src = make((5, 4))

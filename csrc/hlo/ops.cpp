@@ -139,6 +139,11 @@ Value iota(Builder& b, ElementType e, const Dims& dims, int64_t dim) {
 
 Value convert(Value x, ElementType e) {
   if (x.element() == e) return x;
+  // PyTorch casts floats to uint8 through int64 on every device (c10's
+  // static_cast_with_inter_type), so -1.7 -> 255 and 300.2 -> 44, where
+  // XLA's direct convert saturates (0, 255).
+  if (e == ElementType::kU8 && is_float(x.element()))
+    x = x.builder().emit("convert", {x}, with_element(x.type(), ElementType::kI64));
   return x.builder().emit("convert", {x}, with_element(x.type(), e));
 }
 
