@@ -17,6 +17,7 @@
 #include <ATen/ops/sum.h>
 #include <ATen/ops/zeros.h>
 #include <ATen/ExpandUtils.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/native/Resize.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/WrapDimMinimal.h>
@@ -105,6 +106,9 @@ at::Tensor tpu_masked_select(const at::Tensor& self, const at::Tensor& mask) {
 
 at::Tensor& tpu_masked_select_out(const at::Tensor& self, const at::Tensor& mask, at::Tensor& out) {
   TORCH_CHECK(out.scalar_type() == self.scalar_type(), "masked_select(): self and result must have the same scalar type");
+  at::assert_no_internal_overlap(out);  // CPU's checks: out may not be an input, nor expanded
+  at::assert_no_overlap(out, self);
+  at::assert_no_overlap(out, mask);
   at::Tensor r = tpu_masked_select(self, mask);
   at::native::resize_output(out, r.sizes());  // warns, as CPU does, when a non-empty out changes size
   return out.copy_(r);
