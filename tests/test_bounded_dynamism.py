@@ -550,6 +550,24 @@ def test_fused_eager_decode_compiles_per_bucket():
     assert compiles <= 2 * (math.ceil(math.log2(steps + prompt)) + 1), compiles
 
 
+def test_compiled_function_given_a_cat_grown_tensor_in_fused_eager():
+    """A tensor that Fused Eager's cat keeps padded (a BoundedTensor) given
+    to a compiled function: Dynamo traced into the subclass's dispatch and
+    failed on the third call ("exception table entry start instruction has
+    no offset"). Its hooks are now opaque to Dynamo: the ops on it run as in
+    eager, with CPU's values."""
+    f = lambda x: x * 2 + x.sum(-1, keepdim=True)  # noqa: E731
+    cf = torch.compile(f, backend="tpu")
+    x = torch.zeros(1, 1)
+    with torch.no_grad(), torch_tpu.eager_mode("fused"):
+        xt = x.to("tpu")
+        for _ in range(6):
+            assert_close(cf(xt).cpu(), f(x))
+            x = torch.cat([x, torch.full((1, 1), float(x.shape[1]))], 1)
+            xt = torch.cat([xt, torch.full((1, 1), float(xt.shape[1]), device="tpu")], 1)
+        assert isinstance(xt, torch_tpu.bounded_tensor.BoundedTensor)
+
+
 def test_mark_dynamic_eager_ops_match_cpu():
     x = torch.randn(3, 11)
     with torch_tpu.eager_mode("fused"):

@@ -85,10 +85,12 @@ class BoundedTensor(torch.Tensor):
         return self.cpu().tolist()
 
     @classmethod
+    @torch._disable_dynamo
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
         return _dispatch(func, args, kwargs or {})
 
     @classmethod
+    @torch._disable_dynamo
     def __torch_function__(cls, func, types, args=(), kwargs=None):
         # scaled_dot_product_attention is planned whole (bounded_rules.
         # _sdpa_rule): below this level it is a composite of a dozen ops,
