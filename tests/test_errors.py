@@ -38,3 +38,24 @@ def test_in_place_dtype_error():
 def test_bad_device_index():
     with pytest.raises(RuntimeError, match="invalid device"):
         torch.ones(2, device="tpu:7")
+
+
+# A 0-dim CPU tensor that an op writes (in-place self, out=) reached the tpu
+# kernel through another argument (a tpu Generator, a tpu tensor) and failed
+# deep in the allocator ("storage was not allocated by the tpu allocator").
+# A DataLoader shuffling with a tpu Generator does this. Now the usual
+# device-mismatch error, as for larger tensors; reads of 0-dim CPU tensors
+# (scalars) stay allowed.
+def test_written_cpu_scalar_tensor_is_a_device_mismatch():
+    g = torch.Generator(device="tpu")
+    calls = [
+        lambda: torch.empty((), dtype=torch.int64).random_(0, 10, generator=g),
+        lambda: torch.zeros(()).fill_(torch.tensor(5.0, device="tpu")),
+        lambda: torch.add(torch.tensor(1.0, device="tpu"), torch.tensor(2.0, device="tpu"), out=torch.tensor(0.0)),
+    ]
+    for call in calls:
+        with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+            call()
+    x = torch.ones(3, device="tpu")
+    assert (x + torch.tensor(2.0)).cpu().tolist() == [3.0, 3.0, 3.0]
+    assert x.add_(torch.tensor(2.0)).cpu().tolist() == [3.0, 3.0, 3.0]

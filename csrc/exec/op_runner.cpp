@@ -797,9 +797,12 @@ void run_lowered_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const OpInfo& info = op_info(schema);
 
   // All tensors on one tpu device; 0-dim CPU tensors count as scalars, and
-  // CPU index tensors (Tensor?[] lists) are uploaded, as CUDA allows.
+  // CPU index tensors (Tensor?[] lists) are uploaded, as CUDA allows. A CPU
+  // tensor the op writes (self of an in-place op, out=) is refused here: it
+  // reaches this kernel only through another argument (a tpu Generator, a
+  // tpu tensor), and CUDA refuses it too.
   int device = -1;
-  for_each_tensor(args, [&](const at::Tensor& t, int, int item) {
+  for_each_tensor(args, [&](const at::Tensor& t, int arg, int item) {
     if (t.is_privateuseone()) {
       int d = t.device().index();
       TORCH_CHECK(device < 0 || device == d,
@@ -807,7 +810,7 @@ void run_lowered_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
                   " and tpu:", d, "! (when checking arguments for ", info.name, ")");
       device = d;
     } else {
-      TORCH_CHECK(t.device().is_cpu() && (t.dim() == 0 || item >= 0),
+      TORCH_CHECK(t.device().is_cpu() && (t.dim() == 0 || item >= 0) && !is_write(schema.arguments()[arg]),
                   "Expected all tensors to be on the same device, but found at least two devices, ", t.device(),
                   " and tpu! (when checking arguments for ", info.name, ")");
     }
