@@ -250,18 +250,24 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> lstm_data(const at::Tensor& data,
                     bidirectional);
 }
 
+// PyTorch's composite GRU / tanh RNN / relu RNN (either overload: padded
+// input or packed data), for under_functorch().
+template <int64_t M, typename... Args>
+std::tuple<at::Tensor, at::Tensor> composite(const Args&... args) {
+  if constexpr (M == kGru)
+    return at::native::gru(args...);
+  else if constexpr (M == kTanh)
+    return at::native::rnn_tanh(args...);
+  else
+    return at::native::rnn_relu(args...);
+}
+
 template <int64_t M>
 std::tuple<at::Tensor, at::Tensor> simple_input(const at::Tensor& input, const at::Tensor& hx, at::TensorList params,
                                                 bool has_biases, int64_t num_layers, double dropout, bool train,
                                                 bool bidirectional, bool batch_first) {
-  if (under_functorch()) {
-    if constexpr (M == kGru)
-      return at::native::gru(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first);
-    else if constexpr (M == kTanh)
-      return at::native::rnn_tanh(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first);
-    else
-      return at::native::rnn_relu(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first);
-  }
+  if (under_functorch())
+    return composite<M>(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first);
   auto [out, hy, cy] = run_padded(M, input, hx, {}, params, has_biases, num_layers, dropout, train, bidirectional,
                                   batch_first);
   return {out, hy};
@@ -271,14 +277,8 @@ template <int64_t M>
 std::tuple<at::Tensor, at::Tensor> simple_data(const at::Tensor& data, const at::Tensor& batch_sizes,
                                                const at::Tensor& hx, at::TensorList params, bool has_biases,
                                                int64_t num_layers, double dropout, bool train, bool bidirectional) {
-  if (under_functorch()) {
-    if constexpr (M == kGru)
-      return at::native::gru(data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional);
-    else if constexpr (M == kTanh)
-      return at::native::rnn_tanh(data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional);
-    else
-      return at::native::rnn_relu(data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional);
-  }
+  if (under_functorch())
+    return composite<M>(data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional);
   auto [out, hy, cy] =
       run_packed(M, data, batch_sizes, hx, {}, params, has_biases, num_layers, dropout, train, bidirectional);
   return {out, hy};
