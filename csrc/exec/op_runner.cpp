@@ -121,7 +121,8 @@ const OpInfo& op_info(const c10::FunctionSchema& schema) {
 void append_tensor(std::string& k, const at::Tensor& t, const lowering::WrittenStorages* written,
                    SeenStorages& storages) {
   if (t.device().is_cpu()) {
-    k += 'c';
+    // A wrapped Python number lowers unlike a 0-dim CPU tensor (ew::in).
+    k += t.unsafeGetTensorImpl()->is_wrapped_number() ? 'w' : 'c';
     append_int(k, static_cast<int>(t.scalar_type()));
     for (auto s : t.sizes()) append_int(k, s);
     return;

@@ -275,7 +275,8 @@ at::ScalarType LowerCtx::result_type(std::initializer_list<std::string_view> nam
     else
       state = at::native::update_result_type_state(v.toScalar(), state);
   }
-  return at::native::result_type(state);
+  common_dtype_ = at::native::result_type(state);
+  return *common_dtype_;
 }
 
 }  // namespace torch_tpu::lowering

@@ -138,8 +138,11 @@ class LowerCtx {
   // if the op leaves that output undefined).
   std::optional<at::ScalarType> out_dtype(int i = 0) const;
   std::optional<std::vector<int64_t>> out_sizes(int i = 0) const;
-  // PyTorch's promoted type of the named tensor/Scalar arguments.
+  // PyTorch's promoted type of the named tensor/Scalar arguments. The rule's
+  // last answer is kept (`common_dtype`): TensorIterator casts every tensor
+  // operand to it before the kernel computes (ew::in follows that).
   at::ScalarType result_type(std::initializer_list<std::string_view> names) const;
+  std::optional<at::ScalarType> common_dtype() const { return common_dtype_; }
 
   // ---- device-side checks (index_check.h) -------------------------------------
   void add_check(DeviceCheck c) { checks_.push_back(std::move(c)); }
@@ -167,6 +170,7 @@ class LowerCtx {
   Value rng_;
   std::vector<DeviceCheck> checks_;
   WrittenStorages written_;
+  mutable std::optional<at::ScalarType> common_dtype_;
 };
 
 }  // namespace torch_tpu::lowering

@@ -48,12 +48,16 @@ Value py_remainder(Value a, Value b) {
   return hlo::select(adjust, hlo::add(mod, b), mod);
 }
 
+// CPU's and CUDA's mul and div kernels read a 0-dim second operand unrounded
+// (TensorIterator's original_scalar_value), unlike other binary ops (ew::in).
+bool rounds_other(LowerCtx& ctx) { return !(ctx.is_tensor("other") && ctx.tensor_arg("other").dim() == 0); }
+
 std::vector<Value> div_impl(LowerCtx& ctx, const std::string& mode) {
   auto dims = out_dims(ctx, {"self", "other"});
   auto t = ctx.result_type({"self", "other"});
   if (mode.empty()) t = float_type(t);
   auto ct = arith_type(t);
-  Value a = in(ctx, "self", ct, dims), b = in(ctx, "other", ct, dims);
+  Value a = in(ctx, "self", ct, dims), b = in(ctx, "other", ct, dims, rounds_other(ctx));
   if (mode.empty()) return {hlo::div(a, b)};
   check_nonzero(ctx, b);  // integer division by zero raises, as on CPU (index_check.h)
   if (mode == "trunc") {
@@ -97,7 +101,7 @@ TPU_LOWERING(rsub) {
 TPU_LOWERING(mul) {
   auto dims = out_dims(ctx, {"self", "other"});
   auto ct = arith_type(ctx.result_type({"self", "other"}));
-  return {hlo::mul(in(ctx, "self", ct, dims), in(ctx, "other", ct, dims))};
+  return {hlo::mul(in(ctx, "self", ct, dims), in(ctx, "other", ct, dims, rounds_other(ctx)))};
 }
 
 TPU_LOWERING(div) {
@@ -130,6 +134,12 @@ TPU_LOWERING(pow) {
   auto ct = arith_type(t);
   Value a = in(ctx, "self", ct, dims), e = in(ctx, "exponent", ct, dims);
   Value p = hlo::binary("power", a, e);
+  if (hlo::is_float(p.element()) && !ctx.is_tensor("exponent")) {
+    // A Scalar exponent of +-0.5 is sqrt / rsqrt on CPU and CUDA, which differ
+    // from power at -0 and -inf (sqrt(-0) = -0, pow(-0, 0.5) = +0).
+    auto is = [&](double v) { return hlo::compare(e, hlo::full_like(e, v), "EQ"); };
+    p = hlo::select(is(0.5), hlo::unary("sqrt", a), hlo::select(is(-0.5), hlo::unary("rsqrt", a), p));
+  }
   if (is_inexact(p.element())) return {p};
   // Integers to negative powers: 1 -> 1, -1 -> +-1, others -> 0 (PyTorch's powi).
   Value one = hlo::full_like(a, 1), minus_one = hlo::full_like(a, -1), zero = hlo::full_like(a, 0);
@@ -201,9 +211,13 @@ TPU_LOWERING(hypot) {
 // xlogy(self, other) = self * log(other), 0 where self == 0, NaN where other is NaN.
 TPU_LOWERING(xlogy) {
   auto dims = out_dims(ctx, {"self", "other"});
-  auto ct = opmath(float_type(ctx.result_type({"self", "other"})));
+  auto t = float_type(ctx.result_type({"self", "other"})), ct = opmath(t);
   Value x = in(ctx, "self", ct, dims), y = in(ctx, "other", ct, dims);
-  Value r = hlo::mul(x, hlo::unary("log", y));
+  // CPU and CUDA compute bf16/f16 xlogy in that type: log(y) is rounded
+  // before the product.
+  Value log_y = hlo::unary("log", y);
+  if (ct != t) log_y = hlo::convert(hlo::convert(log_y, et(t)), et(ct));
+  Value r = hlo::mul(x, log_y);
   r = hlo::select(hlo::compare(x, hlo::full_like(x, 0), "EQ"), hlo::full_like(x, 0), r);
   return {hlo::select(is_nan(y), y, r)};
 }

@@ -46,9 +46,24 @@ inline Dims out_dims(LowerCtx& ctx, std::initializer_list<std::string_view> name
 // A tensor or Scalar argument in `dtype`, broadcast to `dims`.
 // Bool tensors become floats through int32: XLA:CPU miscompiles
 // divide(convert(pred), broadcast(convert(pred))) (0/0 gives 0, not NaN).
-inline Value in(LowerCtx& ctx, std::string_view name, at::ScalarType dtype, Dims dims) {
+// A tensor operand of another dtype than the rule's promoted bf16/f16 type
+// (a 0-dim float32 tensor, an integer tensor) is rounded to that type first,
+// as TensorIterator casts it (CUDA for device tensors, CPU for most ops)
+// before computing in float32: bf16 x + torch.tensor(0.1) adds bf16(0.1).
+// Python numbers (wrapped numbers) are not rounded, as in CUDA's opmath
+// kernels (design.md, Known limits).
+inline bool rounds_to_common_first(LowerCtx& ctx, std::string_view name, at::ScalarType dtype) {
+  auto common = ctx.common_dtype();
+  if (!common || opmath(*common) == *common || opmath(*common) != dtype || !ctx.is_tensor(name)) return false;
+  const at::Tensor& t = ctx.tensor_arg(name);
+  return t.scalar_type() != *common && t.scalar_type() != at::kBool && !t.unsafeGetTensorImpl()->is_wrapped_number();
+}
+// `cast_first = false` reads a tensor at its own precision (see mul/div).
+inline Value in(LowerCtx& ctx, std::string_view name, at::ScalarType dtype, Dims dims, bool cast_first = true) {
   if (ctx.is_tensor(name) && ctx.dtype_of(name) == at::kBool && (at::isFloatingType(dtype) || at::isComplexType(dtype)))
     return hlo::broadcast_to(hlo::convert(ctx.operand(name, at::kInt), element_type(dtype)), dims);
+  if (cast_first && rounds_to_common_first(ctx, name, dtype))
+    return hlo::broadcast_to(hlo::convert(ctx.operand(name, *ctx.common_dtype()), element_type(dtype)), dims);
   return hlo::broadcast_to(ctx.operand(name, dtype), dims);
 }
 

@@ -381,7 +381,8 @@ Value bessel_j1(Value xin) {
   Value big = bessel_asym(x, sc::k_bessel_j1_PP, sc::k_bessel_j1_PQ, sc::k_bessel_j1_QP, sc::k_bessel_j1_QQ,
                           k3PiOver4, false);
   Value out = sel(le(x, 5.0), small, big);
-  return sel(lt(xin, 0.0), -out, out);
+  out = sel(lt(xin, 0.0), -out, out);
+  return sel(eq(xin, 0.0), xin, out);  // odd: j1(-0) is -0
 }
 
 Value bessel_y0(Value x) {
@@ -552,9 +553,13 @@ TPU_LOWERING(special_entr) {
 // xlog1py(self, other) = self * log1p(other), 0 where self == 0 (unless other is NaN).
 TPU_LOWERING(special_xlog1py) {
   auto dims = out_dims(ctx, {"self", "other"});
-  auto t = compute_type(ctx, {"self", "other"});
+  auto rt = float_type(ctx.result_type({"self", "other"})), t = opmath(rt);
   Value x = in(ctx, "self", t, dims), y = in(ctx, "other", t, dims);
-  Value r = sel(eq(x, 0.0), 0.0, x * log1p(y));
+  // bf16/f16: log1p(y) is rounded to that type before the product, as CPU
+  // and CUDA compute in it (xlogy alike).
+  Value l = log1p(y);
+  if (t != rt) l = hlo::convert(hlo::convert(l, element_type(rt)), element_type(t));
+  Value r = sel(eq(x, 0.0), 0.0, x * l);
   return {sel(is_nan(y), y, r)};
 }
 

@@ -157,7 +157,9 @@ TPU_LOWERING(asinh) {
   Value r = un("log_plus_one", hlo::add(a, hlo::div(a2, hlo::add(hlo::full_like(a, 1), un("sqrt", hlo::add(hlo::full_like(a, 1), a2))))));
   Value large = hlo::add(un("log", a), hlo::full_like(a, kLn2));
   r = hlo::select(lt(a, 1e18), r, large);
-  return {hlo::select(lt(x, 0), hlo::neg(r), hlo::select(is_nan(x), x, r))};
+  // x itself at NaN and at +-0 (asinh(-0) is -0).
+  Value keep = or_(is_nan(x), hlo::compare(x, hlo::full_like(x, 0), "EQ"));
+  return {hlo::select(lt(x, 0), hlo::neg(r), hlo::select(keep, x, r))};
 }
 
 TPU_LOWERING(acosh) {
@@ -225,7 +227,9 @@ TPU_LOWERING(sign) {
   Value x = ctx.tensor("self");
   if (x.element() == ElementType::kPred) return {x};
   Value s = un("sign", x);  // complex: x / |x|, 0 at 0 (sgn)
-  if (hlo::is_float(x.element())) s = hlo::select(is_nan(x), hlo::full_like(x, 0), s);
+  // 0 at NaN, and +0 at -0 as CPU's (0 < x) - (x < 0) gives (stablehlo.sign keeps -0).
+  if (hlo::is_float(x.element()))
+    s = hlo::select(or_(is_nan(x), hlo::compare(x, hlo::full_like(x, 0), "EQ")), hlo::full_like(x, 0), s);
   return {s};
 }
 TPU_LOWERING_ALIAS(sgn, sign);

@@ -201,3 +201,56 @@ GRADS = {
 @pytest.mark.parametrize("name", list(GRADS))
 def test_grad(name):
     check_grad(GRADS[name], make((3, 4), seed=1), make((3, 4), seed=2))
+
+
+# bf16 with a tensor operand of another dtype: TensorIterator (CPU, CUDA)
+# rounds the operand to bf16 before computing in float32, except mul/div's
+# 0-dim second operand, which both read unrounded. Bit-exact against CPU.
+ROUNDED_OPERANDS = {
+    "add": torch.add,
+    "sub": torch.sub,
+    "mul": torch.mul,
+    "div": torch.div,
+    "div_floor": lambda a, b: torch.div(a, b, rounding_mode="floor"),
+    "remainder": torch.remainder,
+    "atan2": torch.atan2,
+    "hypot": torch.hypot,
+    "logaddexp": torch.logaddexp,
+    "xlogy": torch.xlogy,
+    "xlog1py": torch.special.xlog1py,
+}
+
+
+@pytest.mark.parametrize("name", sorted(ROUNDED_OPERANDS))
+@pytest.mark.parametrize("operand", ["f32_0dim_tpu", "f32_0dim_cpu", "f64_0dim_cpu", "int64_tensor"])
+@pytest.mark.parametrize("first", [False, True])
+def test_bf16_with_other_dtype_operand_rounds_like_cpu(name, operand, first):
+    if name == "div_floor" and operand == "int64_tensor" and first:
+        pytest.skip("CPU rounds floor division's intermediates to bf16: quotients in the thousands tie differently")
+    fn = ROUNDED_OPERANDS[name]
+    g = torch.Generator().manual_seed(0)
+    x = ((torch.rand(2048, generator=g) + 0.05) * 3).to(BF16)
+    if operand == "int64_tensor":
+        other = torch.randint(200, 5000, (2048,), generator=g)
+    else:
+        other = torch.tensor(0.1234567, dtype=F32 if operand.startswith("f32") else torch.float64)
+    dev_other = other.to("tpu") if operand != "f32_0dim_cpu" and operand != "f64_0dim_cpu" else other
+    want = fn(other, x) if first else fn(x, other)
+    got = (fn(dev_other, x.to("tpu")) if first else fn(x.to("tpu"), dev_other)).cpu()
+    assert got.dtype == want.dtype
+    torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
+
+
+def test_bf16_xlogy_rounds_the_log_like_cpu():
+    g = torch.Generator().manual_seed(0)
+    x, y = (torch.randn(4096, generator=g) * 3).to(BF16), (torch.rand(4096, generator=g) * 3).to(BF16)
+    for fn in (torch.xlogy, torch.special.xlog1py):
+        torch.testing.assert_close(fn(x.to("tpu"), y.to("tpu")).cpu(), fn(x, y), rtol=0, atol=0)
+
+
+def test_pow_half_exponents_are_sqrt_at_negative_zero_and_inf():
+    x = torch.tensor([-0.0, 0.0, -float("inf"), float("inf"), 4.0, 0.25])
+    for e in (0.5, -0.5):
+        want, got = torch.pow(x, e), torch.pow(x.to("tpu"), e).cpu()
+        torch.testing.assert_close(got, want, equal_nan=True)
+        assert torch.equal(got[:2].signbit(), want[:2].signbit())

@@ -191,3 +191,13 @@ def test_masked_fill(dt):
                                 lambda t: torch.gcd(t, t.flip(0)), lambda t: torch.lcm(t % 10, t.flip(0) % 10)])
 def test_unsigned_abs_and_sign(fn):
     check(fn, make((17,), torch.uint8, low=0, high=255))
+
+
+@pytest.mark.parametrize("fn", [torch.asinh, torch.special.bessel_j1, torch.sign, torch.sgn])
+def test_sign_of_zero_like_cpu(fn):
+    # Odd functions keep -0 (asinh(-0) = -0); sign gives +0 at -0 as CPU's
+    # (0 < x) - (x < 0) does.
+    x = torch.tensor([-0.0, 0.0, 1.5, -1.5])
+    want, got = fn(x), fn(x.to("tpu")).cpu()
+    torch.testing.assert_close(got, want)
+    assert torch.equal(got.signbit(), want.signbit())
