@@ -2,12 +2,19 @@
 // _upsample_nearest_exact*, the antialiased _upsample_{bilinear,bicubic}2d_aa
 // and every backward.
 //
-// All modes are separable: each spatial axis is resampled on its own. The
-// per-axis [out, in] interpolation matrix is computed here on the host with
-// the arithmetic of PyTorch's CPU kernels (opmath: float for f32/bf16/f16,
-// double for f64) and embedded as a constant; the sampling is a dot_general
-// per axis, and the backward is the same with the matrix transposed.
-// Nearest forward is a gather (exact for every dtype, inf/nan included).
+// All modes are separable: each spatial axis is resampled on its own, the
+// last one first (the CPU kernels sum its taps innermost). Per axis, the taps
+// of PyTorch's CPU kernels are computed here on the host with their arithmetic
+// (opmath: float for f32/bf16/f16, double for f64): output position o reads
+// T input positions idx[o, t] with weights w[o, t] (T = 2 linear, 4 cubic,
+// the filter support antialiased, 1 nearest), embedded as constants. The
+// forward gathers the taps and sums the weighted values; the backward does the
+// same with the taps transposed (input position i gathers the gradient of
+// every output that reads it, times that tap's weight). Only the taps
+// the CPU kernel reads are touched, so a nan/inf input or gradient reaches
+// the outputs it reaches there and no others (a dense [out, in] matrix would
+// multiply every one of them by the 0 weights: 0 * nan is nan).
+// Nearest forward is a plain gather (exact for every dtype, inf/nan included).
 // Shapes, align_corners and scales are part of the program cache key, so the
 // constants are fixed per compiled program.
 #include <cmath>
@@ -80,39 +87,65 @@ T cubic1(T x, T A) { return ((A + 2) * x - (A + 3)) * x * x + 1; }
 template <typename T>
 T cubic2(T x, T A) { return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A; }
 
-// [out, in] weights, row-major.
+// One axis as taps: output position o reads input idx[o * T + t] with weight
+// w[o * T + t], t < T, summed in t order like the CPU kernels. Every tap those
+// kernels read is kept, 0 weights included (they multiply them too, so a nan
+// there spreads on CPU as well). Only the antialiased filters, whose support
+// varies with o, pad their rows: tap t of row o is live iff t < live[o]
+// (`live` is empty when every tap is).
+struct Taps {
+  int64_t T = 1;
+  Dims idx;
+  std::vector<double> w;
+  std::vector<int64_t> live;
+};
+
 template <typename T>
-std::vector<double> weights(Mode mode, int64_t in, int64_t out, bool align, std::optional<double> s) {
-  std::vector<double> w(static_cast<size_t>(out * in), 0.0);
-  auto at = [&](int64_t o, int64_t i) -> double& { return w[static_cast<size_t>(o * in + i)]; };
+Taps taps(Mode mode, int64_t in, int64_t out, bool align, std::optional<double> s) {
+  Taps tp;
+  auto rows = [&](int64_t n) {
+    tp.T = n;
+    tp.idx.assign(static_cast<size_t>(out * n), 0);
+    tp.w.assign(static_cast<size_t>(out * n), 0.0);
+  };
+  auto at = [&](int64_t o, int64_t t, int64_t i, T w) {
+    tp.idx[static_cast<size_t>(o * tp.T + t)] = i;
+    tp.w[static_cast<size_t>(o * tp.T + t)] = static_cast<double>(w);
+  };
   if (mode == Mode::kNearest || mode == Mode::kNearestExact) {
+    rows(1);
     auto idx = nearest_indices(mode, in, out, s);
-    for (int64_t o = 0; o < out; ++o) at(o, idx[o]) = 1.0;
-    return w;
+    for (int64_t o = 0; o < out; ++o) at(o, 0, idx[o], 1);
+    return tp;
   }
   if (mode == Mode::kLinear || mode == Mode::kCubic) {
     bool cubic = mode == Mode::kCubic;
+    rows(cubic ? 4 : 2);
     T scale = compute_scale<T>(in, out, align, s);
     for (int64_t o = 0; o < out; ++o) {
+      if (!cubic && in == out) {
+        // CPU's compute_source_index_and_lambda copies: both taps at o, weights 1 and 0.
+        at(o, 0, o, 1);
+        at(o, 1, o, 0);
+        continue;
+      }
       T real = source_index<T>(scale, o, align, cubic);
       int64_t i0 = std::min(static_cast<int64_t>(std::floor(real)), in - 1);
       T lambda = std::min(std::max(real - static_cast<T>(i0), static_cast<T>(0)), static_cast<T>(1));
       if (!cubic) {
         int64_t off = i0 < in - 1 ? 1 : 0;
-        at(o, i0) += static_cast<double>(static_cast<T>(1) - lambda);
-        at(o, i0 + off) += static_cast<double>(lambda);
+        at(o, 0, i0, static_cast<T>(1) - lambda);
+        at(o, 1, i0 + off, lambda);
       } else {
         const T A = static_cast<T>(-0.75);
         T c[4] = {cubic2<T>(lambda + 1, A), cubic1<T>(lambda, A), cubic1<T>(1 - lambda, A), cubic2<T>(2 - lambda, A)};
-        for (int j = 0; j < 4; ++j) {
-          int64_t i = std::max<int64_t>(std::min<int64_t>(i0 - 1 + j, in - 1), 0);
-          at(o, i) += static_cast<double>(c[j]);
-        }
+        // Border taps are clamped onto the edge (and read it several times), like CPU.
+        for (int j = 0; j < 4; ++j) at(o, j, std::max<int64_t>(std::min<int64_t>(i0 - 1 + j, in - 1), 0), c[j]);
       }
     }
-    return w;
+    return tp;
   }
-  // Antialiased (PIL-style) filters.
+  // Antialiased (PIL-style) filters: row o covers [xmin, xmin + xsize).
   bool cubic = mode == Mode::kCubicAA;
   T interp = cubic ? 4 : 2;
   T scale = compute_scale<T>(in, out, align, s);
@@ -126,29 +159,103 @@ std::vector<double> weights(Mode mode, int64_t in, int64_t out, bool align, std:
     if (x < 2) return cubic2<T>(x, a);
     return 0;
   };
+  std::vector<int64_t> xmin(out);
+  std::vector<std::vector<T>> ws(out);
+  tp.live.resize(out);
+  int64_t n = 1;
   for (int64_t o = 0; o < out; ++o) {
     T center = scale * (o + 0.5);
     T invscale = scale >= 1.0 ? 1.0 / scale : 1.0;
-    int64_t xmin = std::max(static_cast<int64_t>(center - support + 0.5), static_cast<int64_t>(0));
-    int64_t xsize = std::min(static_cast<int64_t>(center + support + 0.5), in) - xmin;
+    xmin[o] = std::max(static_cast<int64_t>(center - support + 0.5), static_cast<int64_t>(0));
+    int64_t xsize = std::min(static_cast<int64_t>(center + support + 0.5), in) - xmin[o];
     xsize = std::clamp(xsize, static_cast<int64_t>(0), max_interp);
-    std::vector<T> ws(static_cast<size_t>(xsize));
+    ws[o].resize(static_cast<size_t>(xsize));
     T total = 0;
     for (int64_t j = 0; j < xsize; ++j) {
-      ws[j] = filter((j + xmin - center + 0.5) * invscale);
-      total += ws[j];
+      ws[o][j] = filter((j + xmin[o] - center + 0.5) * invscale);
+      total += ws[o][j];
     }
-    for (int64_t j = 0; j < xsize; ++j) at(o, xmin + j) = static_cast<double>(total != 0 ? ws[j] / total : ws[j]);
+    if (total != 0)
+      for (auto& v : ws[o]) v /= total;
+    tp.live[o] = xsize;
+    n = std::max(n, xsize);
   }
-  return w;
+  rows(n);
+  bool padded = false;
+  for (int64_t o = 0; o < out; ++o) {
+    padded |= tp.live[o] < n;
+    for (int64_t j = 0; j < tp.live[o]; ++j) at(o, j, xmin[o] + j, ws[o][j]);
+    // Padding taps: any valid index, weight 0; masked wherever they are used.
+    for (int64_t j = tp.live[o]; j < n; ++j) at(o, j, std::min(xmin[o], in - 1), 0);
+  }
+  if (!padded) tp.live.clear();
+  return tp;
 }
 
-// Moves the last dim of a rank-r value to position d.
-Value last_to(Value y, int64_t d) {
-  int64_t r = static_cast<int64_t>(y.dims().size());
-  Dims perm;
-  for (int64_t p = 0; p < r; ++p) perm.push_back(p < d ? p : (p == d ? r - 1 : p - 1));
-  return hlo::transpose(y, perm);
+// The taps' weights (tap_weights) and live mask (tap_live) broadcast to
+// [.., out, T, ..], with (out, T) at dims (d, d + 1).
+Value tap_weights(Builder& b, ElementType ct, const Taps& tp, const Dims& td, int64_t d) {
+  int64_t out = static_cast<int64_t>(tp.idx.size()) / tp.T;
+  return hlo::broadcast_in_dim(host_constant(b, ct, {out, tp.T}, tp.w), td, {d, d + 1});
+}
+
+Value tap_live(Builder& b, const Taps& tp, const Dims& td, int64_t d) {
+  int64_t out = static_cast<int64_t>(tp.live.size());
+  std::vector<double> m(static_cast<size_t>(out * tp.T));
+  for (int64_t o = 0; o < out; ++o)
+    for (int64_t t = 0; t < tp.T; ++t) m[static_cast<size_t>(o * tp.T + t)] = t < tp.live[o] ? 1 : 0;
+  Value live = hlo::compare(host_constant(b, ElementType::kI64, {out, tp.T}, m),
+                            hlo::full(b, ElementType::kI64, {out, tp.T}, 0), "NE");
+  return hlo::broadcast_in_dim(live, td, {d, d + 1});
+}
+
+// The transpose of `tp` (an axis of `in` positions): row i lists every tap
+// (o, t) with idx[o, t] == i, in increasing o then t, the order in which the
+// CPU backward kernels add them into grad_input[i]. Rows are padded to the
+// longest one.
+Taps transpose_taps(const Taps& tp, int64_t in) {
+  const int64_t out = static_cast<int64_t>(tp.idx.size()) / tp.T;
+  std::vector<std::vector<std::pair<int64_t, double>>> rows(static_cast<size_t>(in));
+  for (int64_t o = 0; o < out; ++o)
+    for (int64_t t = 0; t < tp.T; ++t) {
+      if (!tp.live.empty() && t >= tp.live[o]) continue;
+      size_t k = static_cast<size_t>(o * tp.T + t);
+      rows[static_cast<size_t>(tp.idx[k])].emplace_back(o, tp.w[k]);
+    }
+  Taps tr;
+  for (auto& row : rows) tr.T = std::max<int64_t>(tr.T, static_cast<int64_t>(row.size()));
+  tr.idx.assign(static_cast<size_t>(in * tr.T), 0);
+  tr.w.assign(static_cast<size_t>(in * tr.T), 0.0);
+  tr.live.resize(static_cast<size_t>(in));
+  bool padded = false;
+  for (int64_t i = 0; i < in; ++i) {
+    auto& row = rows[static_cast<size_t>(i)];
+    tr.live[i] = static_cast<int64_t>(row.size());
+    padded |= tr.live[i] < tr.T;
+    for (size_t j = 0; j < row.size(); ++j) {
+      tr.idx[static_cast<size_t>(i * tr.T) + j] = row[j].first;
+      tr.w[static_cast<size_t>(i * tr.T) + j] = row[j].second;
+    }
+  }
+  if (!padded) tr.live.clear();
+  return tr;
+}
+
+// Resamples dim d of x by `tp`: one gather of every tap to [.., out, T, ..],
+// weighted, then summed over T from `init`: -0 forward (the identity of +:
+// CPU starts from the first product, so a -0 result stays -0), +0 backward
+// (CPU zeroes grad_input and adds into it). Padding taps are selected to -0
+// rather than weighted by 0 (0 * inf is nan).
+Value gather_taps(Builder& b, Value x, int64_t d, const Taps& tp, ElementType ct, double init) {
+  Dims td = x.dims();
+  td[d] = static_cast<int64_t>(tp.idx.size()) / tp.T;
+  td.insert(td.begin() + d + 1, tp.T);
+  Value v = hlo::reshape(hlo::take_along_dim(x, d, hlo::constant_i64_vector(b, tp.idx)), td);
+  Value p = hlo::mul(v, tap_weights(b, ct, tp, td, d));
+  if (!tp.live.empty()) p = hlo::select(tap_live(b, tp, td, d), p, hlo::full(b, ct, td, -0.0));
+  return hlo::reduce_multi({p}, {hlo::constant(b, ct, init)}, {d + 1}, [](Builder& rb, const std::vector<Value>& a) {
+    return std::vector<Value>{rb.emit("add", {a[0], a[1]}, a[0].type())};
+  })[0];
 }
 
 std::optional<double> opt_scale(LowerCtx& ctx, const char* name) {
@@ -219,14 +326,22 @@ std::vector<Value> upsample(LowerCtx& ctx, Mode mode, int k, bool backward) {
     return {x};
   }
   ElementType ct = f64 ? ElementType::kF64 : ElementType::kF32;
+  const bool aa = mode == Mode::kLinearAA || mode == Mode::kCubicAA;
   x = hlo::convert(x, ct);
-  for (int i = 0; i < k; ++i) {
+  // CPU's bicubic backward copies the gradient when no axis changes size (its
+  // forward, like the other modes, still reads the 0-weighted neighbours).
+  if (mode == Mode::kCubic && backward && in_sz == out_sz) return {x};
+  for (int i = k - 1; i >= 0; --i) {
+    // The antialiased forward leaves an axis of unchanged size as it is (CPU
+    // skips it; its taps would read a 0-weighted neighbour).
+    if (aa && !backward && in_sz[i] == out_sz[i]) continue;
     int64_t d = r - k + i;
-    auto w = f64 ? weights<double>(mode, in_sz[i], out_sz[i], align, scales[i])
-                 : weights<float>(mode, in_sz[i], out_sz[i], align, scales[i]);
-    Value m = host_constant(b, ct, {out_sz[i], in_sz[i]}, w);
-    // Forward contracts `in` (matrix dim 1); backward contracts `out` (dim 0).
-    x = last_to(hlo::dot_general(x, m, {{}, {}, {d}, {backward ? 0 : 1}}, ct, "HIGHEST"), d);
+    auto tp = f64 ? taps<double>(mode, in_sz[i], out_sz[i], align, scales[i])
+                  : taps<float>(mode, in_sz[i], out_sz[i], align, scales[i]);
+    // The backward gathers too, with the taps transposed: a gather fuses and
+    // runs in parallel on XLA:CPU, a scatter-add runs serially.
+    x = backward ? gather_taps(b, x, d, transpose_taps(tp, in_sz[i]), ct, 0.0)
+                 : gather_taps(b, x, d, tp, ct, -0.0);
   }
   if (u8) x = hlo::clamp(hlo::full(b, ct, x.dims(), 0), hlo::unary("round_nearest_even", x), hlo::full(b, ct, x.dims(), 255));
   return {x};

@@ -75,6 +75,72 @@ def test_interpolate_noncontiguous_and_int():
         F.interpolate(make((2, 3, 4), torch.int64).to("tpu"), scale_factor=2, mode="nearest")
 
 
+# ---- nan / inf reach only the outputs whose taps read them --------------------------
+
+# (mode, input shape, extra kwargs); every mode takes align_corners.
+TAP_MODES = [
+    ("linear", (1, 2, 8), {}),
+    ("bilinear", (1, 2, 5, 6), {}),
+    ("bicubic", (1, 2, 5, 6), {}),
+    ("trilinear", (1, 2, 3, 4, 5), {}),
+    ("bilinear", (1, 2, 5, 6), {"antialias": True}),
+    ("bicubic", (1, 2, 5, 6), {"antialias": True}),
+]
+TAP_CASES = [(m, s, kw, a) for m, s, kw in TAP_MODES for a in (False, True)]
+TAP_IDS = [f"{m}{'_aa' if kw else ''}-{s}-align{a}" for m, s, kw, a in TAP_CASES]
+NEAREST_CASES = [("nearest", (1, 2, 5, 6), {}, None), ("nearest-exact", (1, 2, 3, 4, 5), {}, None)]
+
+
+def _tap_size(shape, how):
+    sp = shape[2:]
+    if how == "up":
+        return tuple(s * 2 + 1 for s in sp)
+    if how == "down":
+        return tuple(max(1, s // 2) for s in sp)
+    if how == "same":
+        return tuple(sp)
+    # The first spatial axis keeps its size (CPU copies it, or skips it antialiased).
+    return (sp[0],) + tuple(s * 2 + 1 for s in sp[1:])
+
+
+def _with_nonfinite(x):
+    flat = x.view(-1)
+    flat[3], flat[x.numel() // 2], flat[-5] = float("nan"), float("inf"), float("-inf")
+    return x
+
+
+@pytest.mark.parametrize("mode,shape,kw,align", TAP_CASES, ids=TAP_IDS)
+@pytest.mark.parametrize("how", ["up", "down", "same_first", "same"])
+def test_interpolate_nonfinite_input(mode, shape, kw, align, how):
+    # A dense [out, in] matrix times the input made every output of the row nan.
+    x = _with_nonfinite(make(shape))
+    size = _tap_size(shape, how)
+    out = check(lambda t: F.interpolate(t, size=size, mode=mode, align_corners=align, **kw), x)
+    if how == "up":
+        assert out.isfinite().any()  # (downsampled by a wide filter, every output may read one)
+
+
+@pytest.mark.parametrize("mode,shape,kw,align", TAP_CASES + NEAREST_CASES, ids=TAP_IDS + ["nearest", "nearest-exact"])
+@pytest.mark.parametrize("how", ["up", "down", "same_first", "same"])
+def test_interpolate_nonfinite_grad(mode, shape, kw, align, how):
+    # A nan (and an inf) in grad_output reach only the input taps of that output.
+    size = _tap_size(shape, how)
+    akw = {} if align is None else {"align_corners": align}
+    fn = lambda t: F.interpolate(t, size=size, mode=mode, **akw, **kw)
+    g = _with_nonfinite(make(fn(make(shape)).shape, seed=7))
+    g.view(-1)[0] = float("nan")
+    check_grad(fn, make(shape), grad_out=g)
+
+
+@pytest.mark.parametrize("mode,shape,kw,align", TAP_CASES, ids=TAP_IDS)
+def test_interpolate_negative_zero(mode, shape, kw, align):
+    # -0 inputs: the sums start from -0 (as on CPU), not +0.
+    x = -torch.zeros(shape)
+    size = _tap_size(shape, "up")
+    fn = lambda t: F.interpolate(t, size=size, mode=mode, align_corners=align, **kw)
+    assert torch.equal(fn(x.to("tpu")).cpu().signbit(), fn(x).signbit())
+
+
 # ---- grid_sample -------------------------------------------------------------------
 
 
