@@ -134,11 +134,16 @@ TPU_LOWERING(pow) {
   auto ct = arith_type(t);
   Value a = in(ctx, "self", ct, dims), e = in(ctx, "exponent", ct, dims);
   Value p = hlo::binary("power", a, e);
-  if (hlo::is_float(p.element()) && !ctx.is_tensor("exponent")) {
-    // A Scalar exponent of +-0.5 is sqrt / rsqrt on CPU and CUDA, which differ
-    // from power at -0 and -inf (sqrt(-0) = -0, pow(-0, 0.5) = +0).
+  if (is_inexact(p.element()) && !ctx.is_tensor("exponent")) {
+    // CPU's (and CUDA's) kernels compute Scalar exponents 2, 3, -1, -2, 0.5
+    // and -0.5 as products, reciprocals and sqrt/rsqrt: exact where power is
+    // not ((1+2i)^2 = -3+4i), and sqrt's signs at -0 and -inf (sqrt(-0) = -0,
+    // pow(-0, 0.5) = +0). The exponent is a runtime operand: selects.
     auto is = [&](double v) { return hlo::compare(e, hlo::full_like(e, v), "EQ"); };
-    p = hlo::select(is(0.5), hlo::unary("sqrt", a), hlo::select(is(-0.5), hlo::unary("rsqrt", a), p));
+    Value one = hlo::full_like(a, 1), sq = hlo::mul(a, a);
+    Value root = hlo::is_complex(a.element()) ? conj_symmetric("sqrt", a) : hlo::unary("sqrt", a);
+    p = hlo::select(is(2), sq, hlo::select(is(3), hlo::mul(sq, a), hlo::select(is(-1), hlo::div(one, a),
+        hlo::select(is(-2), hlo::div(one, sq), hlo::select(is(0.5), root, hlo::select(is(-0.5), hlo::div(one, root), p))))));
   }
   if (is_inexact(p.element())) return {p};
   // Integers to negative powers: 1 -> 1, -1 -> +-1, others -> 0 (PyTorch's powi).

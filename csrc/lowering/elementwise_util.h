@@ -98,9 +98,13 @@ Value polynomial(Value x, const double (&c)[N]) {
   return r;
 }
 
-// erf / erfc of a float value (accurate to float32 precision), defined in
+// erf / erfc of a float value (accurate to its precision), defined in
 // unary.cpp.
 Value erf(Value x);
 Value erfc(Value x);
+// The sign bit of a float value; complex `op` evaluated where f(conj z) =
+// conj f(z) holds with a -0 imaginary part honoured (unary.cpp).
+Value sign_bit(Value x);
+Value conj_symmetric(const char* op, Value z);
 
 }  // namespace torch_tpu::lowering::ew

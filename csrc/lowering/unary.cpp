@@ -57,6 +57,14 @@ Value erfc_ge1(Value a) {
 
 Value erf_small(Value x) { return hlo::mul(x, polynomial(hlo::mul(x, x), kErfA)); }
 
+// v * c for a real constant c; for complex v each part is scaled (a complex
+// product would make (-inf) * 0 a NaN imaginary part: log2(0)).
+Value scaled(Value v, double c) {
+  if (!hlo::is_complex(v.element())) return hlo::mul(v, hlo::full_like(v, c));
+  Value re = hlo::real(v), im = hlo::imag(v);
+  return hlo::make_complex(hlo::mul(re, hlo::full_like(re, c)), hlo::mul(im, hlo::full_like(im, c)));
+}
+
 double max_of(at::ScalarType t) {
   switch (t) {
     case at::kBFloat16: return static_cast<double>(std::numeric_limits<c10::BFloat16>::max());
@@ -70,7 +78,27 @@ double max_of(at::ScalarType t) {
 
 namespace ew {
 
+// The sign bit of a float value (-0 and -nan included).
+Value sign_bit(Value x) {
+  int bits = hlo::element_bits(x.element());
+  auto ie = bits == 16 ? ElementType::kI16 : bits == 32 ? ElementType::kI32 : ElementType::kI64;
+  return lt(hlo::bitcast_convert(x, ie), 0);
+}
+
+// Complex `op` with f(conj z) = conj f(z) (sqrt, asin, acos, acosh): XLA's
+// expansions read a -0 imaginary part as +0 and answer on the wrong side of
+// the branch cut (sqrt(-4 - 0i) gave +2i; CPU, like C99, gives -2i). Evaluated
+// at |imag| and conjugated back.
+Value conj_symmetric(const char* op, Value z) {
+  Value im = hlo::imag(z);
+  Value r = hlo::unary(op, hlo::make_complex(hlo::real(z), hlo::unary("abs", im)));
+  return hlo::select(sign_bit(im), hlo::conj(r), r);
+}
+
+// float64 uses XLA's erf/erfc (Cephes' double coefficients); our fits are
+// float32-accurate only (~3e-8 relative).
 Value erf(Value x_in) {
+  if (x_in.element() == ElementType::kF64) return un("chlo.erf", x_in);
   Value x = to_f32(x_in);
   Value a = un("abs", x);
   Value big = hlo::sub(hlo::full_like(a, 1), erfc_ge1(a));
@@ -80,6 +108,7 @@ Value erf(Value x_in) {
 }
 
 Value erfc(Value x_in) {
+  if (x_in.element() == ElementType::kF64) return un("chlo.erfc", x_in);
   Value x = to_f32(x_in);
   Value a = un("abs", x);
   Value tail = erfc_ge1(a);
@@ -105,15 +134,22 @@ Value erfc(Value x_in) {
     if (hlo::is_complex(x.element())) return {un(chlo_op, x)}; \
     return {__VA_ARGS__};                                  \
   }
+// The same for functions with f(conj z) = conj f(z) (conj_symmetric).
+#define TPU_FLOAT_UNARY_CS(name, chlo_op, ...)                             \
+  TPU_LOWERING(name) {                                                     \
+    Value x = float_self(ctx);                                             \
+    if (hlo::is_complex(x.element())) return {conj_symmetric(chlo_op, x)}; \
+    return {__VA_ARGS__};                                                  \
+  }
 
 TPU_FLOAT_UNARY(exp, un("exponential", x))
 TPU_FLOAT_UNARY(exp2, hlo::binary("power", hlo::full_like(x, 2), x))
 TPU_FLOAT_UNARY(expm1, un("exponential_minus_one", x))
 TPU_FLOAT_UNARY(log, un("log", x))
-TPU_FLOAT_UNARY(log2, hlo::mul(un("log", x), hlo::full_like(x, 1 / kLn2)))
-TPU_FLOAT_UNARY(log10, hlo::mul(un("log", x), hlo::full_like(x, 1 / kLn10)))
+TPU_FLOAT_UNARY(log2, scaled(un("log", x), 1 / kLn2))
+TPU_FLOAT_UNARY(log10, scaled(un("log", x), 1 / kLn10))
 TPU_FLOAT_UNARY(log1p, un("log_plus_one", x))
-TPU_FLOAT_UNARY(sqrt, un("sqrt", x))
+TPU_FLOAT_UNARY(sqrt, hlo::is_complex(x.element()) ? conj_symmetric("sqrt", x) : un("sqrt", x))
 TPU_FLOAT_UNARY(rsqrt, un("rsqrt", x))
 TPU_FLOAT_UNARY(sin, un("sine", x))
 TPU_FLOAT_UNARY(cos, un("cosine", x))
@@ -122,9 +158,9 @@ TPU_FLOAT_UNARY(tanh, un("tanh", x))
 TPU_FLOAT_UNARY(sigmoid, un("logistic", x))
 TPU_FLOAT_UNARY_C(atan, "chlo.atan", hlo::binary("atan2", x, hlo::full_like(x, 1)))
 // asin(x) = 2 atan2(x, 1 + sqrt(1 - x^2))
-TPU_FLOAT_UNARY_C(asin, "chlo.asin", hlo::mul(hlo::full_like(x, 2), hlo::binary("atan2", x, hlo::add(hlo::full_like(x, 1), sqrt_1mx2(x)))))
+TPU_FLOAT_UNARY_CS(asin, "chlo.asin", hlo::mul(hlo::full_like(x, 2), hlo::binary("atan2", x, hlo::add(hlo::full_like(x, 1), sqrt_1mx2(x)))))
 // acos(x) = 2 atan2(sqrt(1 - x^2), 1 + x), pi at x = -1
-TPU_FLOAT_UNARY_C(acos, "chlo.acos", hlo::select(hlo::compare(x, hlo::full_like(x, -1), "EQ"), hlo::full_like(x, kPi),
+TPU_FLOAT_UNARY_CS(acos, "chlo.acos", hlo::select(hlo::compare(x, hlo::full_like(x, -1), "EQ"), hlo::full_like(x, kPi),
                                   hlo::mul(hlo::full_like(x, 2), hlo::binary("atan2", sqrt_1mx2(x), hlo::add(hlo::full_like(x, 1), x)))))
 TPU_FLOAT_UNARY(erf, ew::erf(x))
 TPU_FLOAT_UNARY(erfc, ew::erfc(x))
@@ -150,7 +186,13 @@ TPU_LOWERING(cosh) {
 
 TPU_LOWERING(asinh) {
   Value x = float_self(ctx);
-  if (hlo::is_complex(x.element())) return {un("chlo.asinh", x)};
+  if (hlo::is_complex(x.element())) {
+    // Odd and conj-symmetric: evaluated at |re| (XLA reads re = -0 as +0, the
+    // wrong side of the cut on the imaginary axis), asinh(z) = -conj(asinh(w)).
+    Value re = hlo::real(x);
+    Value r = un("chlo.asinh", hlo::make_complex(un("abs", re), hlo::imag(x)));
+    return {hlo::select(sign_bit(re), hlo::neg(hlo::conj(r)), r)};
+  }
   Value a = un("abs", x);
   // log1p(a + a^2 / (1 + sqrt(1 + a^2))), or log(a) + ln 2 where a^2 overflows.
   Value a2 = hlo::mul(a, a);
@@ -164,7 +206,7 @@ TPU_LOWERING(asinh) {
 
 TPU_LOWERING(acosh) {
   Value x = float_self(ctx);
-  if (hlo::is_complex(x.element())) return {un("chlo.acosh", x)};
+  if (hlo::is_complex(x.element())) return {conj_symmetric("chlo.acosh", x)};
   // log1p(t + sqrt(t (t + 2))), t = x - 1; log(x) + ln 2 for huge x.
   Value t = hlo::sub(x, hlo::full_like(x, 1));
   Value r = un("log_plus_one", hlo::add(t, un("sqrt", hlo::mul(t, hlo::add(t, hlo::full_like(t, 2))))));
@@ -186,7 +228,12 @@ TPU_LOWERING(atanh) {
 TPU_LOWERING(abs) {
   Value x = ctx.tensor("self");
   if (x.element() == ElementType::kPred) return {x};
-  return {un("abs", x)};
+  Value a = un("abs", x);
+  if (!hlo::is_complex(x.element())) return {a};
+  // |inf + nan i| is inf (C99 hypot); XLA's gives nan.
+  Value inf = hlo::full_like(a, std::numeric_limits<double>::infinity());
+  Value any_inf = or_(hlo::compare(un("abs", hlo::real(x)), inf, "EQ"), hlo::compare(un("abs", hlo::imag(x)), inf, "EQ"));
+  return {hlo::select(any_inf, inf, a)};
 }
 
 TPU_LOWERING(floor) {
@@ -241,9 +288,7 @@ TPU_LOWERING(signbit) {
     if (!hlo::is_signed_int(e)) return {falses(ctx.b(), x)};
     return {lt(x, 0)};
   }
-  int bits = hlo::element_bits(e);
-  auto ie = bits == 16 ? ElementType::kI16 : bits == 32 ? ElementType::kI32 : ElementType::kI64;
-  return {lt(hlo::bitcast_convert(x, ie), 0)};
+  return {sign_bit(x)};
 }
 
 TPU_LOWERING(isnan) {

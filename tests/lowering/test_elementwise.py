@@ -254,3 +254,15 @@ def test_pow_half_exponents_are_sqrt_at_negative_zero_and_inf():
         want, got = torch.pow(x, e), torch.pow(x.to("tpu"), e).cpu()
         torch.testing.assert_close(got, want, equal_nan=True)
         assert torch.equal(got[:2].signbit(), want[:2].signbit())
+
+
+@pytest.mark.parametrize("dt", [torch.float32, torch.complex64, torch.complex128])
+def test_pow_special_scalar_exponents_like_cpu(dt):
+    # CPU computes exponents 2, 3, -1, -2 as products/reciprocals: exact where
+    # power's polar form is not ((1+2i)^2 = -3+4i).
+    x = torch.tensor([1 + 2j, 10j, -3 + 0.5j, 0.25 - 1j], dtype=dt) if dt.is_complex else torch.randn(64)
+    for e in (2, 3, -1, -2):
+        torch.testing.assert_close(torch.pow(x.to("tpu"), e).cpu(), torch.pow(x, e), rtol=2e-7 if e < 0 else 0,
+                                   atol=0)
+    z = torch.tensor([-4 + 0j], dtype=dt).conj() if dt.is_complex else torch.tensor([-0.0, 4.0])
+    torch.testing.assert_close(torch.pow(z.to("tpu"), 0.5).cpu(), torch.pow(z, 0.5))

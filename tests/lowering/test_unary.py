@@ -201,3 +201,32 @@ def test_sign_of_zero_like_cpu(fn):
     want, got = fn(x), fn(x.to("tpu")).cpu()
     torch.testing.assert_close(got, want)
     assert torch.equal(got.signbit(), want.signbit())
+
+
+@pytest.mark.parametrize("fn", [torch.erf, torch.erfc, torch.erfinv, torch.special.ndtr, torch.special.log_ndtr,
+                                torch.nn.functional.gelu])
+def test_float64_erf_family_has_float64_accuracy(fn):
+    # float32-fitted coefficients gave ~3e-8 relative error in float64.
+    x = torch.linspace(-0.999, 0.999, 801, dtype=torch.float64) if fn is torch.erfinv else \
+        torch.linspace(-4.5, 4.5, 801, dtype=torch.float64)
+    torch.testing.assert_close(fn(x.to("tpu")).cpu(), fn(x), rtol=1e-13, atol=1e-15)
+
+
+@pytest.mark.parametrize("dt", [torch.complex64, torch.complex128])
+@pytest.mark.parametrize("fn", [torch.sqrt, torch.asin, torch.acos, torch.acosh, torch.asinh])
+def test_complex_branch_cuts_honour_negative_zero(fn, dt):
+    # x - 0i on the real cuts and -0 + iy on asinh's imaginary cut: the C99
+    # side of the cut, as CPU (sqrt(-4 - 0i) = -2i).
+    real = torch.tensor([-4.0, 2.0, -0.5, 3.0, 0.3, -0.0, -0.0, -0.0])
+    imag = torch.tensor([-0.0, -0.0, -0.0, -0.0, -0.0, 2.0, -3.0, 0.5])
+    z = torch.complex(real, imag).to(dt)
+    torch.testing.assert_close(fn(z.to("tpu")).cpu(), fn(z), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dt", [torch.complex64, torch.complex128])
+def test_complex_log2_log10_at_zero_and_abs_of_inf_nan(dt):
+    z = torch.tensor([0j, 1 + 0j, 4 + 2j], dtype=dt)
+    for fn in (torch.log2, torch.log10):
+        torch.testing.assert_close(fn(z.to("tpu")).cpu(), fn(z), equal_nan=True)  # log2(0) = -inf + 0i, not nan
+    w = torch.tensor([complex(float("inf"), float("nan")), complex(float("nan"), -float("inf"))], dtype=dt)
+    torch.testing.assert_close(w.to("tpu").abs().cpu(), w.abs())  # inf (C99 hypot)
