@@ -64,7 +64,7 @@ std::vector<Value> div_impl(LowerCtx& ctx, const std::string& mode) {
     Value q = hlo::div(a, b);  // integer division truncates
     if (!hlo::is_float(q.element())) return {q};
     // CPU rounds a bf16/f16 quotient to its type before truncating.
-    if (ct != t) q = hlo::convert(hlo::convert(q, et(t)), et(ct));
+    if (ct != t) q = round_through(q, t);
     return {trunc(q)};
   }
   TORCH_CHECK(mode == "floor", ctx.op_name(), ": rounding_mode must be None, 'trunc' or 'floor', got '", mode, "'");
@@ -141,7 +141,7 @@ TPU_LOWERING(pow) {
     // pow(-0, 0.5) = +0). The exponent is a runtime operand: selects.
     auto is = [&](double v) { return hlo::compare(e, hlo::full_like(e, v), "EQ"); };
     Value one = hlo::full_like(a, 1), sq = hlo::mul(a, a);
-    Value root = hlo::is_complex(a.element()) ? conj_symmetric("sqrt", a) : hlo::unary("sqrt", a);
+    Value root = principal_sqrt(a);
     p = hlo::select(is(2), sq, hlo::select(is(3), hlo::mul(sq, a), hlo::select(is(-1), hlo::div(one, a),
         hlo::select(is(-2), hlo::div(one, sq), hlo::select(is(0.5), root, hlo::select(is(-0.5), hlo::div(one, root), p))))));
   }
@@ -221,7 +221,7 @@ TPU_LOWERING(xlogy) {
   // CPU and CUDA compute bf16/f16 xlogy in that type: log(y) is rounded
   // before the product.
   Value log_y = hlo::unary("log", y);
-  if (ct != t) log_y = hlo::convert(hlo::convert(log_y, et(t)), et(ct));
+  if (ct != t) log_y = round_through(log_y, t);
   Value r = hlo::mul(x, log_y);
   r = hlo::select(hlo::compare(x, hlo::full_like(x, 0), "EQ"), hlo::full_like(x, 0), r);
   return {hlo::select(is_nan(y), y, r)};
@@ -231,10 +231,7 @@ TPU_LOWERING(copysign) {
   auto dims = out_dims(ctx, {"self", "other"});
   auto ct = opmath(float_type(ctx.result_type({"self", "other"})));
   Value a = hlo::unary("abs", in(ctx, "self", ct, dims)), b = in(ctx, "other", ct, dims);
-  // Sign bit of b, -0.0 and NaN signs included.
-  auto ib = ct == at::kDouble ? ElementType::kI64 : ElementType::kI32;
-  Value neg = lt0(hlo::bitcast_convert(b, ib));
-  return {hlo::select(neg, hlo::neg(a), a)};
+  return {hlo::select(sign_bit(b), hlo::neg(a), a)};  // -0.0 and NaN signs included
 }
 
 // addcmul(self, tensor1, tensor2, value) = self + value * tensor1 * tensor2

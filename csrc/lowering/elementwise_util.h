@@ -103,8 +103,16 @@ Value polynomial(Value x, const double (&c)[N]) {
 Value erf(Value x);
 Value erfc(Value x);
 // The sign bit of a float value; complex `op` evaluated where f(conj z) =
-// conj f(z) holds with a -0 imaginary part honoured (unary.cpp).
+// conj f(z) holds with a -0 imaginary part honoured; principal_sqrt of a real or
+// complex value (complex through conj_symmetric). Defined in unary.cpp.
 Value sign_bit(Value x);
 Value conj_symmetric(const char* op, Value z);
+Value principal_sqrt(Value x);
+
+// `v` (in a wider compute type) rounded to `t` and back: the intermediate
+// rounding CPU's bf16/f16 kernels make when they compute in that type.
+inline Value round_through(Value v, at::ScalarType t) {
+  return hlo::convert(hlo::convert(v, element_type(t)), v.element());
+}
 
 }  // namespace torch_tpu::lowering::ew

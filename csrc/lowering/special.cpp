@@ -558,7 +558,7 @@ TPU_LOWERING(special_xlog1py) {
   // bf16/f16: log1p(y) is rounded to that type before the product, as CPU
   // and CUDA compute in it (xlogy alike).
   Value l = log1p(y);
-  if (t != rt) l = hlo::convert(hlo::convert(l, element_type(rt)), element_type(t));
+  if (t != rt) l = round_through(l, rt);
   Value r = sel(eq(x, 0.0), 0.0, x * l);
   return {sel(is_nan(y), y, r)};
 }

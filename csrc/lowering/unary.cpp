@@ -95,6 +95,8 @@ Value conj_symmetric(const char* op, Value z) {
   return hlo::select(sign_bit(im), hlo::conj(r), r);
 }
 
+Value principal_sqrt(Value x) { return hlo::is_complex(x.element()) ? conj_symmetric("sqrt", x) : hlo::unary("sqrt", x); }
+
 // float64 uses XLA's erf/erfc (Cephes' double coefficients); our fits are
 // float32-accurate only (~3e-8 relative).
 Value erf(Value x_in) {
@@ -149,7 +151,7 @@ TPU_FLOAT_UNARY(log, un("log", x))
 TPU_FLOAT_UNARY(log2, scaled(un("log", x), 1 / kLn2))
 TPU_FLOAT_UNARY(log10, scaled(un("log", x), 1 / kLn10))
 TPU_FLOAT_UNARY(log1p, un("log_plus_one", x))
-TPU_FLOAT_UNARY(sqrt, hlo::is_complex(x.element()) ? conj_symmetric("sqrt", x) : un("sqrt", x))
+TPU_FLOAT_UNARY(sqrt, principal_sqrt(x))
 TPU_FLOAT_UNARY(rsqrt, un("rsqrt", x))
 TPU_FLOAT_UNARY(sin, un("sine", x))
 TPU_FLOAT_UNARY(cos, un("cosine", x))
