@@ -128,14 +128,18 @@ a, b = torch.randn(4096, 8, device="tpu"), torch.randn(8, 4096, device="tpu")
 # One program whose 64 MiB matmul result is an XLA temporary.
 f = torch.compile(lambda a, b: (a @ b).relu().sum(dim=0), backend="tpu")
 faults = []
-for _ in range(6):
+for _ in range(12):
     before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     out = f(a, b)
     torch.tpu.synchronize()
     faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
 torch.testing.assert_close(out.cpu(), (a.cpu() @ b.cpu()).relu().sum(dim=0), rtol=1e-4, atol=1e-3)
 # The heap grows to its high-water mark over the first runs (two runs'
-# temporaries may be alive at once), then is reused.
+# temporaries may be alive at once), then is reused. Under load it can
+# still grow now and then: a block freed below the top of the heap is split
+# by small allocations, and glibc 2.36's aligned malloc cannot reuse a
+# freed block of exactly its size anyway (docs/design.md, "Host memory on
+# XLA:CPU"); so some steady run must reuse, not every one.
 print(min(faults[3:]))
 """
 
