@@ -268,3 +268,97 @@ def test_assert_async_in_a_compiled_graph(fresh_dynamo):
     for _ in range(2):
         with pytest.raises(RuntimeError, match="x too large"):
             cf(torch.arange(4.0, device="tpu") * 10).cpu()
+
+
+# ---- checks on an op's data that CPU makes on the host (check_data) --------------
+# Without them the op computed on invalid data: a sample from an invalid
+# distribution, a loss of NaN, an unpooled value written into another
+# channel's plane.
+
+F = torch.nn.functional
+
+
+def _t(v, d, **kw):
+    return torch.tensor(v, device=d, **kw)
+
+
+# name: (invalid call, valid call, whether the valid call is deterministic)
+DATA_CASES = {
+    "multinomial_negative": (lambda d: torch.multinomial(_t([0.5, -0.1], d), 1),
+                             lambda d: torch.multinomial(_t([0.0, 1.0], d), 1), True),
+    "multinomial_inf": (lambda d: torch.multinomial(_t([0.5, float("inf")], d), 1),
+                        lambda d: torch.multinomial(_t([0.5, 0.5], d), 1), False),
+    "multinomial_nan": (lambda d: torch.multinomial(_t([[1.0, 1.0], [0.5, float("nan")]], d), 1, True),
+                        lambda d: torch.multinomial(_t([[1.0, 0.0], [0.0, 2.0]], d), 1, True), True),
+    "multinomial_zero_row": (lambda d: torch.multinomial(_t([[0.0, 0.0], [1.0, 1.0]], d), 1),
+                             lambda d: torch.multinomial(_t([[0.0, 3.0], [1.0, 0.0]], d), 1), True),
+    "multinomial_replacement_negative": (lambda d: torch.multinomial(_t([0.5, -1.0], d), 4, True),
+                                         lambda d: torch.multinomial(_t([0.0, 1.0], d), 4, True), True),
+    "multinomial_replacement_nan": (lambda d: torch.multinomial(_t([0.5, float("nan")], d), 4, True),
+                                    lambda d: torch.multinomial(_t([0.0, 1.0], d), 4, True), True),
+    "multinomial_replacement_zero": (lambda d: torch.multinomial(_t([0.0, 0.0], d), 4, True),
+                                     lambda d: torch.multinomial(_t([2.0, 0.0], d), 4, True), True),
+    "bernoulli_p_above_one": (lambda d: torch.bernoulli(_t([0.5, 1.5], d)),
+                              lambda d: torch.bernoulli(_t([0.0, 1.0], d)), True),
+    "bernoulli_p_tensor_negative": (lambda d: torch.empty(2, device=d).bernoulli_(_t([0.5, -0.5], d)),
+                                    lambda d: torch.empty(2, device=d).bernoulli_(_t([1.0, 0.0], d)), True),
+    "bernoulli_p_nan": (lambda d: torch.bernoulli(_t([float("nan")], d)),
+                        lambda d: torch.bernoulli(_t([1.0], d)), True),
+    "normal_std_negative": (lambda d: torch.normal(_t([0.0, 0.0], d), _t([1.0, -1.0], d)),
+                            lambda d: torch.normal(_t([2.0, 3.0], d), _t([0.0, 0.0], d)), True),
+    "normal_float_mean_std_negative": (lambda d: torch.normal(1.0, _t([-1.0], d)),
+                                       lambda d: torch.normal(1.0, _t([0.0], d)), True),
+    "binary_cross_entropy_above_one": (lambda d: F.binary_cross_entropy(_t([0.5, 1.5], d), _t([0.0, 1.0], d)),
+                                       lambda d: F.binary_cross_entropy(_t([0.5, 1.0], d), _t([0.0, 1.0], d)), True),
+    "binary_cross_entropy_nan": (lambda d: F.binary_cross_entropy(_t([float("nan")], d), _t([1.0], d)),
+                                 lambda d: F.binary_cross_entropy(_t([0.0], d), _t([1.0], d)), True),
+    "max_unpool1d": (lambda d: F.max_unpool1d(torch.ones(1, 1, 2, device=d), _t([[[0, 9]]], d), 2),
+                     lambda d: F.max_unpool1d(torch.ones(1, 1, 2, device=d), _t([[[0, 3]]], d), 2), True),
+    "max_unpool2d_negative": (lambda d: F.max_unpool2d(torch.ones(1, 2, 1, 2, device=d), _t([[[[0, 1]], [[-1, 2]]]], d), 2),
+                              lambda d: F.max_unpool2d(torch.ones(1, 2, 1, 2, device=d), _t([[[[0, 1]], [[7, 2]]]], d), 2),
+                              True),
+    "max_unpool3d": (lambda d: F.max_unpool3d(torch.ones(1, 1, 1, 1, 2, device=d), _t([[[[[0, 99]]]]], d), 2),
+                     lambda d: F.max_unpool3d(torch.ones(1, 1, 1, 1, 2, device=d), _t([[[[[0, 15]]]]], d), 2), True),
+    "multi_margin_loss": (lambda d: F.multi_margin_loss(torch.arange(6.0, device=d).view(2, 3), _t([0, 3], d)),
+                          lambda d: F.multi_margin_loss(torch.arange(6.0, device=d).view(2, 3), _t([0, 2], d)), True),
+    "multilabel_margin_loss": (
+        lambda d: F.multilabel_margin_loss(torch.arange(6.0, device=d).view(2, 3), _t([[0, 3, -1], [1, -1, 0]], d)),
+        lambda d: F.multilabel_margin_loss(torch.arange(6.0, device=d).view(2, 3), _t([[0, 2, -1], [1, -1, 0]], d)),
+        True),
+    "repeat_interleave_output_size": (lambda d: torch.repeat_interleave(_t([1, 2], d), output_size=5),
+                                      lambda d: torch.repeat_interleave(_t([1, 2], d), output_size=3), True),
+}
+
+
+@pytest.mark.parametrize("name", list(DATA_CASES))
+def test_data_checks_raise_like_cpu(name):
+    bad_fn, good_fn, deterministic = DATA_CASES[name]
+    with pytest.raises(Exception) as cpu_err:
+        bad_fn("cpu")
+    expected = str(cpu_err.value).split("(")[0].split(",")[0].strip()[:30]
+    for _ in range(2):  # the second call runs the cached program
+        with pytest.raises(type(cpu_err.value)) as tpu_err:
+            bad_fn("tpu").cpu()
+        assert expected in str(tpu_err.value)
+    assert torch_tpu._C._pending_checks(0) == 0
+    for _ in range(2):
+        got = good_fn("tpu").cpu()  # a valid call does not raise
+        if deterministic:
+            assert_close(got, good_fn("cpu"))
+
+
+def test_max_unpool_index_of_another_plane_is_reported_not_written():
+    # index 5 of a 4-element plane of channel 0 used to land in channel 1's
+    # plane: a silent wrong value there
+    x, idx = torch.ones(1, 2, 2), torch.tensor([[[0, 5], [1, 2]]])
+    with pytest.raises(RuntimeError, match="invalid max index: 5"):
+        F.max_unpool1d(x.to("tpu"), idx.to("tpu"), 2).cpu()
+
+
+def test_data_check_in_a_compiled_graph(fresh_dynamo):
+    f = torch.compile(lambda p, t: F.binary_cross_entropy(torch.sigmoid(p) * 2, t), backend="tpu")
+    t = torch.tensor([0.0, 1.0], device="tpu")
+    assert_close(f(torch.tensor([-9.0, -8.0], device="tpu"), t),
+                 F.binary_cross_entropy(torch.sigmoid(torch.tensor([-9.0, -8.0])) * 2, t.cpu()))
+    with pytest.raises(RuntimeError, match="between 0 and 1"):
+        f(torch.tensor([0.0, 3.0], device="tpu"), t).cpu()

@@ -4,6 +4,7 @@
 // runs a fixed-size program for that size: every distinct size compiles
 // once. The fixed-size rules live in csrc/lowering/compaction.cpp.
 #include <ATen/core/Tensor.h>
+#include <ATen/ops/_assert_async.h>
 #include <ATen/ops/arange.h>
 #include <ATen/ops/aminmax.h>
 #include <ATen/ops/count_nonzero.h>
@@ -176,6 +177,11 @@ at::Tensor tpu_repeat_interleave(const at::Tensor& repeats, std::optional<c10::S
   int64_t total;
   if (output_size) {
     total = output_size->expect_int();
+    // CPU's check, made on the device (no host read: output_size is how a
+    // caller avoids one): a wrong output_size raises at the next sync.
+    at::_assert_async(at::eq(cum[-1], total),
+                      "repeat_interleave: allocated size does not match required size (output_size " +
+                          std::to_string(total) + ")");
   } else {
     auto [lo, hi] = at::aminmax(repeats);
     TORCH_CHECK(read_int(lo) >= 0, "repeats can not be negative");

@@ -38,10 +38,22 @@ Value make_flag(Value bad, Value idx) {
   return hlo::concatenate({hlo::reshape(any, {1}), hlo::reshape(worst, {1})}, 0);
 }
 
-// A torch._assert_async's check (below) carries its message in `op` and this
-// dim, which no index check has (their dims are >= 0), so that DeviceCheck
-// (lowering/context.h, included by every lowering) keeps its fields.
-constexpr int64_t kAssertDim = -1;
+// A check with its own message (check_data, torch._assert_async below)
+// carries it in `op` and this dim, which no index check has (their dims are
+// >= 0), so that DeviceCheck (lowering/context.h, included by every
+// lowering) keeps its fields; kValueMessageDim: with the offending value
+// in place of its "{}" (an assert's own message is left as it is).
+constexpr int64_t kMessageDim = -1, kValueMessageDim = -2;
+
+DeviceCheck message_check(Value bad, Value idx, std::string message, bool index_error, bool with_value = false) {
+  DeviceCheck c;
+  c.flag = make_flag(bad, idx);
+  c.kind = CheckKind::kIndexBounds;  // unused: the dim selects the message
+  c.dim = with_value ? kValueMessageDim : kMessageDim;
+  c.op = std::move(message);
+  c.index_error = index_error;
+  return c;
+}
 
 constexpr const char* deferred_note =
     "\n[torch_tpu reports errors found on the device at the next synchronisation (.item(), .cpu(), "
@@ -86,6 +98,12 @@ void add_check(LowerCtx& ctx, Value bad, Value idx, CheckKind kind, int64_t dim,
   ctx.add_check(std::move(c));
 }
 
+void check_data(LowerCtx& ctx, Value bad, std::string message, Value idx, bool index_error) {
+  if (bad.type().numel() == 0) return;
+  Value v = idx.valid() ? hlo::convert(idx, ElementType::kI64) : hlo::full(bad.builder(), ElementType::kI64, bad.dims(), 0);
+  ctx.add_check(message_check(bad, v, std::move(message), index_error, idx.valid()));
+}
+
 void check_nonzero(LowerCtx& ctx, Value d) {
   if (hlo::is_float(d.element()) || hlo::is_complex(d.element()) || d.element() == ElementType::kPred) return;
   if (d.type().numel() == 0) return;
@@ -101,8 +119,11 @@ void check_nonzero(LowerCtx& ctx, Value d) {
 
 std::string check_message(const DeviceCheck& c, int64_t value, bool deferred) {
   std::ostringstream os;
-  if (c.dim == kAssertDim) {
-    os << c.op;  // CPU's message: the assert's own, nothing added
+  if (c.dim == kMessageDim || c.dim == kValueMessageDim) {
+    std::string m = c.op;  // CPU's message
+    size_t at = c.dim == kValueMessageDim ? m.find("{}") : std::string::npos;
+    if (at != std::string::npos) m.replace(at, 2, std::to_string(value));
+    os << m;
     if (deferred) os << deferred_note;
     return os.str();
   }
@@ -146,18 +167,12 @@ TPU_LOWERING(_assert_async) {
   TORCH_CHECK(n == 1, "Boolean value of Tensor with more than one value is ambiguous");
   Value zero = hlo::full_like(cond, 0);
   Value bad = hlo::compare(cond, zero, "EQ");
-  DeviceCheck c;
-  c.flag = make_flag(bad, hlo::full(cond.builder(), ElementType::kI64, cond.dims(), 0));
-  c.kind = CheckKind::kIndexBounds;  // unused: kAssertDim selects the message
-  c.dim = kAssertDim;
   std::string msg = ctx.has("assert_msg") && !ctx.is_none("assert_msg") ? ctx.str_arg("assert_msg") : "";
   if (!ctx.has("assert_msg"))
     msg = "Expected Tensor with single nonzero value, but got zero";
   else if (msg.empty())
     msg = "Assertion is failed";
-  c.op = msg;
-  c.index_error = false;
-  ctx.add_check(std::move(c));
+  ctx.add_check(message_check(bad, hlo::full(cond.builder(), ElementType::kI64, cond.dims(), 0), msg, false));
   if (ctx.has("dep_token")) return {ctx.tensor("dep_token")};
   return {};
 }

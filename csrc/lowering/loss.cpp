@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "lowering/compute_util.h"
+#include "lowering/index_check.h"
 #include "lowering/registry.h"
 
 namespace torch_tpu::lowering {
@@ -83,6 +84,7 @@ BackPair back_pair(LowerCtx& ctx) {
 Value full_as(Value like, double v) { return hlo::full_like(like, v); }
 Value land(Value a, Value b) { return hlo::binary("and", a, b); }
 Value lnot(Value a) { return hlo::unary("not", a); }
+Value lor(Value a, Value b) { return hlo::binary("or", a, b); }
 
 }  // namespace
 
@@ -91,6 +93,9 @@ Value lnot(Value a) { return hlo::unary("not", a); }
 TPU_LOWERING(binary_cross_entropy) {
   Pair p = loss_pair(ctx);
   Builder& b = ctx.b();
+  // CPU's check (CUDA's device assert): NaN fails it too
+  Value in01 = land(hlo::compare(p.x, full_as(p.x, 0.0), "GE"), hlo::compare(p.x, full_as(p.x, 1.0), "LE"));
+  check_data(ctx, lnot(in01), "binary_cross_entropy(): all elements of input should be between 0 and 1");
   // -w * (t * max(log x, -100) + (1 - t) * max(log(1 - x), -100))
   Value lo = full_as(p.x, -100.0);
   Value logx = hlo::max(hlo::unary("log", p.x), lo);
@@ -245,6 +250,8 @@ MultiMargin multi_margin(LowerCtx& ctx) {
   Dims nc{m.n, m.c};
   m.x = hlo::reshape(hlo::convert(in, m.ce), nc);
   Value t = hlo::reshape(hlo::convert(ctx.tensor("target"), ElementType::kI64), {m.n});
+  Value bad_t = lor(hlo::compare(t, hlo::full_like(t, 0), "LT"), hlo::compare(t, hlo::full_like(t, static_cast<double>(m.c)), "GE"));
+  check_data(ctx, bad_t, "multi_margin_loss(): target out of range (target {}, " + std::to_string(m.c) + " classes)", t);
   m.onehot = hlo::compare(hlo::iota(b, ElementType::kI64, nc, 1), hlo::broadcast_in_dim(t, nc, {0}), "EQ");
   Value zero = hlo::full(b, m.ce, nc, 0);
   Value xy = hlo::reduce(hlo::select(m.onehot, m.x, zero), {1}, hlo::ReduceKind::kSum);  // [n]
@@ -317,6 +324,8 @@ MultiLabel multilabel(LowerCtx& ctx) {
   Dims nc{n, c}, ncc{n, c, c};
   m.x = hlo::reshape(hlo::convert(in, m.ce), nc);
   Value t = hlo::reshape(hlo::convert(ctx.tensor("target"), ElementType::kI64), nc);
+  Value bad_t = lor(hlo::compare(t, hlo::full_like(t, -1), "LT"), hlo::compare(t, hlo::full_like(t, static_cast<double>(c)), "GE"));
+  check_data(ctx, bad_t, "multilabel_margin_loss(): argument #2 'target' is out of range (target {}, " + std::to_string(c) + " classes)", t);
   Value j = hlo::iota(b, ElementType::kI64, nc, 1);
   Value neg1 = hlo::compare(t, hlo::full(b, ElementType::kI64, nc, -1), "EQ");
   Value first = hlo::reduce(hlo::select(neg1, j, hlo::full(b, ElementType::kI64, nc, static_cast<double>(c))), {1},

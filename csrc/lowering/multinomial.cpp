@@ -9,15 +9,42 @@
 // categories] booleans): fine for sampling-sized problems, not for millions
 // of draws over millions of categories.
 // Draws come from ctx.rng_key(), so they are not CPU's numbers; the
-// distribution is. Checks that read the data (negative, inf or NaN weights,
-// all-zero rows) are not made: they would need a sync.
+// distribution is. The weights are checked as CPU checks them (negative,
+// inf or NaN weights, all-zero rows), on the device: the error is raised at
+// the next synchronisation (lowering/index_check.h), never a sample from
+// an invalid distribution.
 #include <c10/util/Exception.h>
 
+#include <limits>
+
+#include "lowering/index_check.h"
 #include "lowering/random_util.h"
 #include "lowering/registry.h"
 #include "lowering/sort_scan.h"
 
 namespace torch_tpu::lowering {
+
+namespace {
+
+// CPU's checks and messages: one sample or none replaced checks the whole
+// tensor at once, more samples with replacement check entry by entry.
+void check_weights(LowerCtx& ctx, Value w, bool per_entry) {
+  Value zero = hlo::zeros_like(w);
+  Value neg = hlo::compare(w, zero, "LT");
+  Value inf = hlo::full_like(w, std::numeric_limits<double>::infinity());
+  Value not_finite = hlo::unary("not", hlo::compare(hlo::unary("abs", w), inf, "LT"));  // NaN too
+  if (per_entry) {
+    check_data(ctx, neg, "invalid multinomial distribution (encountering probability entry < 0)");
+    check_data(ctx, not_finite, "invalid multinomial distribution (encountering probability entry = infinity or NaN)");
+  } else {
+    check_data(ctx, hlo::binary("or", neg, not_finite), "probability tensor contains either `inf`, `nan` or element < 0");
+  }
+  Value total = hlo::reduce(w, {1}, hlo::ReduceKind::kSum);
+  check_data(ctx, hlo::compare(total, hlo::zeros_like(total), per_entry ? "LE" : "EQ"),
+             "invalid multinomial distribution (sum of probabilities <= 0)");
+}
+
+}  // namespace
 
 TPU_LOWERING(multinomial) {
   const at::Tensor& self = ctx.tensor_arg("self");
@@ -38,6 +65,7 @@ TPU_LOWERING(multinomial) {
   Value w = hlo::reshape(hlo::convert(ctx.tensor("self"), ce), {rows, n});
   Dims out_dims = self.dim() == 2 ? Dims{rows, k} : Dims{k};
   if (rows == 0) return {hlo::full(b, I, out_dims, 0)};
+  check_weights(ctx, w, replacement && k > 1);
   Value idx;
   if (replacement) {
     Value zero = hlo::constant(b, ce, 0);

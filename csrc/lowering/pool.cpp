@@ -19,6 +19,7 @@
 #include <optional>
 
 #include "lowering/compute_util.h"
+#include "lowering/index_check.h"
 #include "lowering/registry.h"
 
 namespace torch_tpu::lowering {
@@ -407,6 +408,12 @@ Value max_unpool(LowerCtx& ctx) {
   for (int64_t i = lead; i < x.rank(); ++i) I *= x.dim(i);
   Value xv = hlo::reshape(x, {L, I});
   idx = hlo::reshape(idx, {L, I});
+  // CPU's check: an index outside the plane would land in another plane
+  std::string sizes;
+  for (auto v : os) sizes += (sizes.empty() ? "" : "x") + std::to_string(v);
+  Value bad = hlo::binary("or", hlo::compare(idx, hlo::full_like(idx, 0), "LT"),
+                          hlo::compare(idx, hlo::full_like(idx, static_cast<double>(S)), "GE"));
+  check_data(ctx, bad, "Found an invalid max index: {} (output volumes are of size " + sizes + ")", idx);
   Value off = hlo::mul(hlo::iota(ctx.b(), ElementType::kI64, {L, I}, 0), hlo::full_like(idx, static_cast<double>(S)));
   Value r = hlo::scatter_1d(hlo::full(ctx.b(), x.element(), {L * S}, 0), hlo::add(idx, off), xv);
   Dims od(x.dims().begin(), x.dims().begin() + lead);

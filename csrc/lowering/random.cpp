@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "lowering/index_check.h"
 #include "lowering/random_util.h"
 #include "lowering/registry.h"
 
@@ -113,7 +114,15 @@ Value scaled_normal(LowerCtx& ctx, ElementType ce) {
 
 }  // namespace
 
-TPU_LOWERING(normal) { return {scaled_normal(ctx, compute_float(out_type(ctx)))}; }
+TPU_LOWERING(normal) {
+  if (ctx.is_tensor("std")) {
+    // CPU's check of a tensor std (a float std is checked on the host)
+    Value sd = ctx.tensor("std");
+    check_data(ctx, hlo::unary("not", hlo::compare(sd, hlo::zeros_like(sd), "GE")),
+               "normal expects all elements of std >= 0.0");
+  }
+  return {scaled_normal(ctx, compute_float(out_type(ctx)))};
+}
 
 TPU_LOWERING(log_normal) {
   return {hlo::unary("exponential", scaled_normal(ctx, compute_float(out_type(ctx))))};
@@ -129,6 +138,13 @@ TPU_LOWERING(bernoulli) {
     p = ctx.operand("p", scalar_type(ce));
   else
     p = hlo::convert(ctx.tensor("self"), ce);
+  if (!ctx.has("p") || ctx.is_tensor("p")) {
+    // CPU's check of a tensor p (a float p is checked on the host before
+    // this); NaN fails it too.
+    Value in01 = hlo::binary("and", hlo::compare(p, hlo::zeros_like(p), "GE"), hlo::compare(p, hlo::full_like(p, 1.0), "LE"));
+    check_data(ctx, hlo::unary("not", in01),
+               "bernoulli(): Expected p_in >= 0 && p_in <= 1 to be true, but got false (p must hold probabilities)");
+  }
   p = hlo::broadcast_to(p, dims);
   Value u = uniform01(ctx.rng_key(), dims, ce);
   return {hlo::compare(u, p, "LT")};
