@@ -327,15 +327,43 @@ DATA_CASES = {
         True),
     "repeat_interleave_output_size": (lambda d: torch.repeat_interleave(_t([1, 2], d), output_size=5),
                                       lambda d: torch.repeat_interleave(_t([1, 2], d), output_size=3), True),
+    # a short source repeated its last element (the gather clamped)
+    "masked_scatter_short_source": (
+        lambda d: torch.zeros(4, device=d).masked_scatter_(_t([True, True, True, False], d), _t([1.0, 2.0], d)),
+        lambda d: torch.zeros(4, device=d).masked_scatter_(_t([True, True, True, False], d), _t([1.0, 2.0, 3.0], d)),
+        True),
+    "embedding_bag_first_offset": (
+        lambda d: F.embedding_bag(_t([0, 1, 2], d), torch.arange(8.0, device=d).view(4, 2), _t([1, 2], d)),
+        lambda d: F.embedding_bag(_t([0, 1, 2], d), torch.arange(8.0, device=d).view(4, 2), _t([0, 2], d)), True),
+    "embedding_bag_offset_past_input": (
+        lambda d: F.embedding_bag(_t([0, 1, 2], d), torch.arange(8.0, device=d).view(4, 2), _t([0, 1, 5], d),
+                                  include_last_offset=True),
+        lambda d: F.embedding_bag(_t([0, 1, 2], d), torch.arange(8.0, device=d).view(4, 2), _t([0, 1, 3], d),
+                                  include_last_offset=True), True),
+    # the data's range (min == max == 0) with inf or NaN in it counted nothing
+    "histc_nan": (lambda d: torch.histc(_t([1.0, float("nan")], d), bins=4),
+                  lambda d: torch.histc(_t([1.0, 3.0], d), bins=4), True, "torch.histc: range of"),
+    "histc_inf": (lambda d: torch.histc(_t([1.0, float("inf")], d), bins=4),
+                  lambda d: torch.histc(_t([1.0, float("inf")], d), bins=4, min=0, max=2), True, "torch.histc: range of"),
+    "histogram_nan": (lambda d: torch.histogram(_t([1.0, float("nan")], d), bins=4)[0],
+                      lambda d: torch.histogram(_t([1.0, 2.0], d), bins=4)[0], True, "dimension 0's range"),
+    "segment_reduce_negative_length": (
+        lambda d: torch.segment_reduce(_t([1.0, 2.0, 3.0], d), "sum", lengths=_t([4, -1], d)),
+        lambda d: torch.segment_reduce(_t([1.0, 2.0, 3.0], d), "sum", lengths=_t([2, 1], d)), True),
+    "segment_reduce_lengths_sum": (
+        lambda d: torch.segment_reduce(_t([1.0, 2.0, 3.0], d), "sum", lengths=_t([1, 1], d)),
+        lambda d: torch.segment_reduce(_t([1.0, 2.0, 3.0], d), "sum", lengths=_t([1, 2], d)), True,
+        "Expected all rows of lengths"),
 }
 
 
 @pytest.mark.parametrize("name", list(DATA_CASES))
 def test_data_checks_raise_like_cpu(name):
-    bad_fn, good_fn, deterministic = DATA_CASES[name]
+    bad_fn, good_fn, deterministic, *words = DATA_CASES[name]
     with pytest.raises(Exception) as cpu_err:
         bad_fn("cpu")
-    expected = str(cpu_err.value).split("(")[0].split(",")[0].strip()[:30]
+    expected = words[0] if words else str(cpu_err.value).split("(")[0].split(",")[0].strip()[:30]
+    assert expected in str(cpu_err.value)
     for _ in range(2):  # the second call runs the cached program
         with pytest.raises(type(cpu_err.value)) as tpu_err:
             bad_fn("tpu").cpu()
@@ -362,3 +390,17 @@ def test_data_check_in_a_compiled_graph(fresh_dynamo):
                  F.binary_cross_entropy(torch.sigmoid(torch.tensor([-9.0, -8.0])) * 2, t.cpu()))
     with pytest.raises(RuntimeError, match="between 0 and 1"):
         f(torch.tensor([0.0, 3.0], device="tpu"), t).cpu()
+
+
+@pytest.mark.parametrize("fn", [
+    lambda d: torch.zeros(0, device=d).gather(0, _t([0], d)),
+    lambda d: torch.zeros(0, 2, device=d).index_select(0, _t([0], d)),
+    lambda d: F.embedding(_t([0], d), torch.zeros(0, 2, device=d)),
+    lambda d: torch.zeros(0, device=d)[_t([0], d)],
+])
+def test_index_into_an_empty_dim_raises_like_cpu(fn):
+    # any index is out of range there: XLA could not compile the gather
+    with pytest.raises(Exception) as cpu_err:
+        fn("cpu")
+    with pytest.raises(type(cpu_err.value), match="dimension 0"):
+        fn("tpu").cpu()

@@ -105,6 +105,18 @@ TPU_LOWERING(_embedding_bag) {
   int64_t n = idx.dim(0);
   int64_t nb = offs.dim(0) - (include_last ? 1 : 0);
   Builder& b = ctx.b();
+  if (offs.dim(0) > 0) {  // CPU's checks of the offsets
+    int64_t k = offs.dim(0);
+    Value first = hlo::slice(offs, {0}, {1}), last = hlo::slice(offs, {k - 1}, {k});
+    check_data(ctx, hlo::compare(first, hlo::zeros_like(first), "NE"),
+               "embedding_bag: offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start from "
+               "position 0. However, got {}",
+               first);
+    check_data(ctx, hlo::compare(last, hlo::full_like(last, static_cast<double>(n)), "GT"),
+               "embedding_bag: offsets[-1] can not be greater than input's length " + std::to_string(n) +
+                   " but got offsets[-1] of {}",
+               last);
+  }
   if (nb <= 0 || n == 0) {
     Value zero_out = hlo::full(b, we, {std::max<int64_t>(nb, 0), D}, 0);
     Value z = hlo::full(b, ElementType::kI64, {std::max<int64_t>(nb, 0)}, 0);

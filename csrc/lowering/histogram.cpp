@@ -12,10 +12,12 @@
 #include <c10/util/Exception.h>
 
 #include <cmath>
+#include <limits>
 #include <optional>
 
 #include "lowering/compute_util.h"
 #include "lowering/elementwise_util.h"
+#include "lowering/index_check.h"
 #include "lowering/registry.h"
 
 namespace torch_tpu::lowering {
@@ -74,6 +76,12 @@ std::vector<Value> edges_from_counts(LowerCtx& ctx, Value x, const std::vector<i
       Value col = hlo::reshape(hlo::slice(x, {0, d}, {m, d + 1}), {m});
       lo = hlo::convert(hlo::reduce(col, {0}, hlo::ReduceKind::kMin), F);
       hi = hlo::convert(hlo::reduce(col, {0}, hlo::ReduceKind::kMax), F);
+      // CPU's check of the range taken from the data (inf or NaN in it)
+      Value inf = hlo::constant(b, F, std::numeric_limits<double>::infinity());
+      Value finite = and_(hlo::compare(hlo::unary("abs", lo), inf, "LT"), hlo::compare(hlo::unary("abs", hi), inf, "LT"));
+      check_data(ctx, hlo::unary("not", finite),
+                 "torch.histogramdd: dimension " + std::to_string(d) +
+                     "'s range [min, max] of the input is not finite (it holds inf or NaN)");
       Value same = hlo::compare(lo, hi, "EQ");
       Value half = hlo::constant(b, F, 0.5);
       lo = hlo::select(same, hlo::sub(lo, half), lo);

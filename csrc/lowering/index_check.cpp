@@ -69,6 +69,19 @@ Value checked_index(LowerCtx& ctx, Value idx, int64_t dim, int64_t size, CheckKi
   Value sz = hlo::full(b, ElementType::kI64, dims, static_cast<double>(size));
   Value is_neg = hlo::compare(idx, zero, "LT");
   Value wrapped = hlo::select(is_neg, hlo::add(idx, sz), idx);
+  if (size == 0 && idx.type().numel() > 0) {
+    // Every index is out of range, whatever its value: raise at the op (the
+    // gather from an empty dimension would not even compile).
+    std::string op = base_name(ctx);
+    bool index_error = kind == CheckKind::kIndexBounds ? cpu_raises_index_error(op) : true;
+    std::string msg = op + "(): index out of range for dimension " + std::to_string(dim) + " with size 0";
+    if (kind == CheckKind::kIndexInSelf) {  // CPU's type and words for index_select (embedding)
+      index_error = false;
+      msg = op + "(): self indexing axis dim should be positive (dimension " + std::to_string(dim) + " has size 0)";
+    }
+    if (index_error) TORCH_CHECK_INDEX(false, msg);
+    TORCH_CHECK(false, msg);
+  }
   if (idx.type().numel() > 0) {
     // Out of range: the wrapped index outside [0, size), or any negative
     // index where CPU rejects them.

@@ -306,10 +306,16 @@ TPU_LOWERING(masked_scatter) {
   Value source = ctx.operand("source", t);
   int64_t n = self.type().numel();
   int64_t m = source.type().numel();
-  if (n == 0 || m == 0) return {self};
+  if (n == 0) return {self};
   Builder& b = ctx.b();
   Value mflat = hlo::reshape(mask, {n});
   Value pos = hlo::sub(cumsum_1d(hlo::convert(mflat, ElementType::kI64)), hlo::full(b, ElementType::kI64, {n}, 1));
+  // CPU's check (CUDA's device assert): the gather below would clamp, so a
+  // short source repeated its last element
+  check_data(ctx, hlo::binary("and", mflat, hlo::compare(pos, hlo::full(b, ElementType::kI64, {n}, static_cast<double>(m)), "GE")),
+             "masked_scatter: Number of elements of source < number of ones in mask (" + std::to_string(m) +
+                 " elements of source)");
+  if (m == 0) return {self};
   pos = hlo::clamp(hlo::full(b, ElementType::kI64, {n}, 0), pos, hlo::full(b, ElementType::kI64, {n}, m - 1));
   Value picked = hlo::gather_1d(hlo::reshape(source, {m}), pos);
   return {hlo::reshape(hlo::select(mflat, picked, hlo::reshape(self, {n})), out)};

@@ -13,6 +13,7 @@
 
 #include "lowering/compute_util.h"
 #include "lowering/elementwise_util.h"
+#include "lowering/index_check.h"
 #include "lowering/registry.h"
 
 namespace torch_tpu::lowering {
@@ -117,6 +118,16 @@ TPU_LOWERING(segment_reduce) {
   Segments s = segments(ctx, data, ctx.int_arg("axis"));
   ElementType ce = acc_type(element_type(data.scalar_type()));
   Builder& b = ctx.b();
+  bool by_lengths = ctx.has("lengths") && !ctx.is_none("lengths");
+  if (by_lengths && !ctx.bool_arg("unsafe") && s.count > 0) {  // CPU's checks (it checks no offsets)
+    Value len = hlo::sub(s.end, s.start);
+    check_data(ctx, hlo::compare(len, hlo::zeros_like(len), "LT"), "segment_reduce(): lengths contains negative value!");
+    Value total = hlo::reduce(len, {1}, hlo::ReduceKind::kSum);
+    check_data(ctx, hlo::compare(total, hlo::full_like(total, static_cast<double>(s.len)), "NE"),
+               "segment_reduce(): Expected all rows of lengths along axis to sum to data.size(lengths.dim()-1) "
+               "when !unsafe (" + std::to_string(s.len) + "); a row sums to {}",
+               total);
+  }
   Dims big = {s.outer, s.count, s.len, s.inner};
   Value x = hlo::convert(hlo::reshape(ctx.tensor("data"), {s.outer, s.len, s.inner}), ce);
   Value xb = hlo::broadcast_in_dim(x, big, {0, 2, 3});
