@@ -1,5 +1,5 @@
-"""Samplers with a data-dependent number of draws (lowering/random_gamma.cpp):
-_standard_gamma, _sample_dirichlet and poisson, and the torch.distributions
+"""Samplers with a data-dependent number of draws (lowering/random_rejection.cpp):
+_standard_gamma, _sample_dirichlet, poisson and binomial, and the torch.distributions
 built on them. Draws are not CPU's numbers, so each distribution is compared
 with CPU's samples of the same parameters: a two-sample Kolmogorov-Smirnov
 statistic below its 1e-4 critical value, and the means within 6 standard
@@ -48,6 +48,30 @@ def test_poisson_matches_cpu_distribution(rate):
     tpu = torch.poisson(torch.full((N,), rate, device="tpu")).cpu()
     assert (tpu == tpu.round()).all() and (tpu >= 0).all()
     _same_distribution(tpu, cpu)
+
+
+@pytest.mark.parametrize("n,p", [(10, 0.3), (5, 0.9), (100, 0.05), (100, 0.5), (1000, 0.97), (10**6, 0.4)])
+def test_binomial_matches_cpu_distribution(n, p):
+    # inversion below n q = 10, BTRS above (q = min(p, 1 - p)); 10**6 tests
+    # the float32 bound (its n log n terms cancel)
+    torch.manual_seed(0)
+    cpu = torch.binomial(torch.full((N,), float(n)), torch.full((N,), p))
+    tpu = torch.binomial(torch.full((N,), float(n), device="tpu"), torch.full((N,), p, device="tpu")).cpu()
+    assert (tpu == tpu.round()).all() and (tpu >= 0).all() and (tpu <= n).all()
+    _same_distribution(tpu, cpu)
+    expected_var = n * p * (1 - p)
+    assert abs(tpu.double().var().item() - expected_var) < 6 * expected_var * math.sqrt(2 / N)
+
+
+def test_binomial_edges_like_cpu():
+    count = torch.tensor([0.0, 7.0, 7.0, 5.0, 3.0])
+    prob = torch.tensor([0.5, 0.0, 1.0, float("nan"), 0.5])
+    got = torch.binomial(count.to("tpu"), prob.to("tpu")).cpu()
+    torch.testing.assert_close(got[:3], torch.tensor([0.0, 0.0, 7.0]))
+    assert got[3].isnan() and torch.binomial(count, prob)[3].isnan()
+    assert 0 <= got[4] <= 3
+    dist = torch.distributions.Binomial(10, torch.tensor([0.2, 0.7], device="tpu"))
+    assert dist.sample((3,)).device.type == "tpu"
 
 
 def test_mixed_parameters_in_one_call():
