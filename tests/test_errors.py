@@ -59,3 +59,24 @@ def test_written_cpu_scalar_tensor_is_a_device_mismatch():
     x = torch.ones(3, device="tpu")
     assert (x + torch.tensor(2.0)).cpu().tolist() == [3.0, 3.0, 3.0]
     assert x.add_(torch.tensor(2.0)).cpu().tolist() == [3.0, 3.0, 3.0]
+
+
+@pytest.mark.parametrize("fn", [
+    lambda t, c: torch.cat([t, c]),
+    lambda t, c: torch.stack([t, c]),
+    lambda t, c: torch.cat([t, c[0, 0]]),  # a 0-dim CPU tensor in a list is no scalar
+])
+def test_cpu_tensor_in_a_tensor_list_is_refused_like_cuda(fn):
+    # the meta kernel used to name the meta device ("is not on the expected
+    # device meta!"); CUDA says which devices met
+    t, c = torch.randn(2, 3, device="tpu"), torch.randn(2, 3)
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device.*cpu and tpu"):
+        fn(t, c)
+
+
+def test_cpu_index_tensors_still_index_a_tpu_tensor():
+    t = torch.arange(6.0, device="tpu")
+    i = torch.tensor([1, 4])
+    assert t[i].cpu().tolist() == [1.0, 4.0]
+    t[i] = torch.tensor(9.0)
+    assert t.cpu().tolist() == [0.0, 9.0, 2.0, 3.0, 9.0, 5.0]

@@ -786,6 +786,15 @@ ProgramCacheStats program_cache_stats() {
   return s;
 }
 
+namespace {
+
+bool is_optional_tensor_list(const c10::Argument& a) {
+  const auto* list = a.type()->castRaw<c10::ListType>();
+  return list != nullptr && list->getElementType()->kind() == c10::TypeKind::OptionalType;
+}
+
+}  // namespace
+
 void run_lowered_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const auto& schema = op.schema();
   const size_t n = schema.arguments().size();
@@ -811,7 +820,11 @@ void run_lowered_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
                   " and tpu:", d, "! (when checking arguments for ", info.name, ")");
       device = d;
     } else {
-      TORCH_CHECK(t.device().is_cpu() && (t.dim() == 0 || item >= 0) && !is_write(schema.arguments()[arg]),
+      // Only an index list (Tensor?[]) takes CPU tensors: cat's or stack's
+      // Tensor[] does not (the meta kernel then named the meta device).
+      const c10::Argument& a = schema.arguments()[arg];
+      bool index_list = item >= 0 && is_optional_tensor_list(a);
+      TORCH_CHECK(t.device().is_cpu() && ((t.dim() == 0 && item < 0) || index_list) && !is_write(a),
                   "Expected all tensors to be on the same device, but found at least two devices, ", t.device(),
                   " and tpu! (when checking arguments for ", info.name, ")");
     }
