@@ -179,7 +179,14 @@ TPU_LOWERING(lcm) {
   Value g = gcd_values(a, b);
   Value zero = cmpc(g, 0, "EQ");
   Value q = hlo::div(a, hlo::select(zero, hlo::full_like(g, 1), g));
-  return {hlo::select(zero, hlo::full_like(g, 0), un("abs", hlo::mul(q, b)))};
+  // C++ promotes 8- and 16-bit integers to int: CPU's product and abs are
+  // taken in int32 and only then wrap to the type (lcm(2, 127) in int8 is
+  // abs(254) = 254 -> -2, not abs(-2) = 2)
+  bool narrow = t == at::kByte || t == at::kChar || t == at::kShort;
+  Value prod = narrow ? hlo::mul(hlo::convert(q, ElementType::kI32), hlo::convert(b, ElementType::kI32)) : hlo::mul(q, b);
+  Value r = un("abs", prod);
+  if (narrow) r = hlo::convert(r, a.element());
+  return {hlo::select(zero, hlo::full_like(g, 0), r)};
 }
 
 // frexp(self) -> (mantissa in [0.5, 1), int32 exponent), in integer

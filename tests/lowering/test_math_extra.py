@@ -63,6 +63,18 @@ def test_binary_forms():
     check(torch.lcm, torch.tensor([0, 0, 4, -6, 12]), torch.tensor([0, 5, 0, 4, -18]))
 
 
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int16])
+def test_lcm_that_overflows_a_narrow_type_wraps_like_cpu(dtype):
+    # CPU takes the product and its abs in int (C++ promotion), then wraps:
+    # lcm(2, 127) in int8 is -2 (abs(254) -> -2), lcm(7, 100) is -68
+    hi = torch.iinfo(dtype).max
+    a = torch.tensor([2, 7, 2, hi, 3, 0], dtype=dtype)
+    b = torch.tensor([hi, 100, hi - 2, 2, 5, 9], dtype=dtype)
+    if dtype != torch.uint8:
+        a, b = torch.cat([a, -a]), torch.cat([b, b])
+    check(torch.lcm, a, b)
+
+
 @pytest.mark.parametrize("name", ["logaddexp", "logaddexp2"])
 def test_binary_grad(name):
     fn = BINARY[name][0]
