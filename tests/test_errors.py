@@ -80,3 +80,10 @@ def test_cpu_index_tensors_still_index_a_tpu_tensor():
     assert t[i].cpu().tolist() == [1.0, 4.0]
     t[i] = torch.tensor(9.0)
     assert t.cpu().tolist() == [0.0, 9.0, 2.0, 3.0, 9.0, 5.0]
+
+
+def test_cat_of_a_zero_dim_tensor_raises_cpus_error():
+    # PyTorch's meta kernel raised IndexError "list assignment index out of range"
+    for tensors in ([torch.tensor(1.0), torch.tensor(2.0)], [torch.ones(2), torch.tensor(2.0)]):
+        with pytest.raises(RuntimeError, match=r"zero-dimensional tensor \(at position \d\) cannot be concatenated"):
+            torch.cat([t.to("tpu") for t in tensors])

@@ -88,6 +88,14 @@ void check_values(const c10::FunctionSchema& schema, const std::vector<c10::IVal
     c10::Scalar v = value->toScalar();
     AT_DISPATCH_V2(self->scalar_type(), "fill", AT_WRAP([&] { (void)v.to<scalar_t>(); }), AT_EXPAND(AT_ALL_TYPES),
                    AT_EXPAND(AT_COMPLEX_TYPES), at::kHalf, at::kBFloat16, at::kBool, AT_EXPAND(AT_BAREBONES_UNSIGNED_TYPES));
+  } else if (which == ArgCheckPlan::kCat) {
+    // CPU's words; PyTorch's meta kernel raises "list assignment index out
+    // of range" (IndexError) for a 0-dim tensor
+    const c10::IValue* tensors = find_arg(schema, args, "tensors");
+    if (!tensors || !tensors->isTensorList()) return;
+    auto list = tensors->toTensorList();
+    for (size_t i = 0; i < list.size(); ++i)
+      TORCH_CHECK(list.get(i).dim() != 0, "zero-dimensional tensor (at position ", i, ") cannot be concatenated");
   } else if (which == ArgCheckPlan::kBernoulli) {
     const c10::IValue* p = find_arg(schema, args, "p");
     if (!p || !p->isDouble()) return;  // a tensor p would need a device read
@@ -118,6 +126,8 @@ ArgCheckPlan plan_arg_checks(const c10::FunctionSchema& schema) {
     p.values = ArgCheckPlan::kFill;
   } else if (op == "aten::bernoulli" || op == "aten::bernoulli_") {
     p.values = ArgCheckPlan::kBernoulli;
+  } else if (op == "aten::cat") {
+    p.values = ArgCheckPlan::kCat;
   }
   return p;
 }

@@ -1,7 +1,7 @@
 // Argument checks that PyTorch's CPU kernels make but the meta kernels the
 // engine relies on do not: out= memory overlap, a few value ranges of the
-// random ops and the overflow check of fill values (fill_, masked_fill,
-// index_fill). They run on every call, before the program cache lookup, so a
+// random ops, the overflow check of fill values (fill_, masked_fill,
+// index_fill) and cat's 0-dim tensors (its meta kernel raises IndexError). They run on every call, before the program cache lookup, so a
 // cached program never skips them.
 #pragma once
 
@@ -18,7 +18,7 @@ namespace torch_tpu::exec {
 struct ArgCheckPlan {
   bool out_overlap = false;   // has out= arguments
   bool full_overlap = false;  // ... and its CPU kernel rejects an out= that is an input
-  enum Values : uint8_t { kNone, kUniform, kFill, kBernoulli } values = kNone;
+  enum Values : uint8_t { kNone, kUniform, kFill, kBernoulli, kCat } values = kNone;
   bool any() const { return out_overlap || values != kNone; }
 };
 ArgCheckPlan plan_arg_checks(const c10::FunctionSchema& schema);
