@@ -1,6 +1,7 @@
 """The `tpu` device as PyTorch users meet it: registration, torch.tpu,
 transfers, printing, autoload."""
 
+import os
 import subprocess
 import sys
 
@@ -152,3 +153,38 @@ def test_import_torch_tpu_first():
     r = _run("import torch_tpu, torch\nprint(torch.ones(2, device='tpu').cpu().tolist())\n")
     assert r.returncode == 0, r.stderr
     assert "[1.0, 1.0]" in r.stdout
+
+
+_FORK_CHILD = """
+import os, torch, torch_tpu
+torch.ones(2, device="tpu").sum().item()  # the runtime starts in the parent
+pid = os.fork()
+if pid == 0:
+    try:
+        torch.zeros(2).sum()  # CPU work is fine in the child
+        torch.manual_seed(0)  # a DataLoader worker seeds: tpu is skipped, as CUDA's in a bad fork
+        assert torch.tpu._is_in_bad_fork()
+        torch.ones(3, device="tpu").sum().item()
+        os._exit(3)
+    except RuntimeError as e:
+        os._exit(0 if "forked subprocess" in str(e) and "spawn" in str(e) else 4)
+_, status = os.waitpid(pid, 0)
+print("child", os.waitstatus_to_exitcode(status), torch.tpu._is_in_bad_fork())
+print("parent", torch.ones(2, device="tpu").sum().item())
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_tpu_in_a_forked_child_raises_instead_of_hanging():
+    # jax's client and threads stay in the parent: the child's first device
+    # call waited forever (a DataLoader worker making tpu tensors hung)
+    p = subprocess.Popen([sys.executable, "-W", "ignore", "-c", _FORK_CHILD], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, 9)  # the forked child too
+        p.communicate()
+        raise
+    assert p.returncode == 0, err[-2000:]
+    assert "child 0 False" in out and "parent 2.0" in out, out

@@ -167,8 +167,9 @@ def _host_memory_bytes() -> int:
 # ---- random numbers -------------------------------------------------------
 
 def _is_in_bad_fork() -> bool:
-    # XLA is started lazily in the parent; a forked child starts its own.
-    return False
+    # A child forked after the parent started the runtime cannot use it
+    # (runtime::get raises there); a child forked before starts its own.
+    return _C._in_bad_fork()
 
 
 def _generator(device: Any = None) -> torch.Generator:

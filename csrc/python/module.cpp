@@ -38,6 +38,7 @@ PYBIND11_MODULE(_C, m) {
   init_distributed_bindings(m);
   m.def("_device_count", [] { return static_cast<int>(device::device_count()); });
   m.def("_runtime_started", [] { return runtime::started(); });
+  m.def("_in_bad_fork", [] { return runtime::in_bad_fork(); });
   m.def("_current_device", [] { return static_cast<int>(device::current_device()); });
   m.def("_set_device", [](int i) { device::set_current_device(static_cast<c10::DeviceIndex>(i)); });
   m.def("_synchronize", [](int i) {

@@ -86,5 +86,7 @@ class RuntimeLock {
 Runtime& get();
 // True once get() has run; lets callers avoid starting the runtime.
 bool started();
+// True in a child forked after the runtime started: get() raises there.
+bool in_bad_fork();
 
 }  // namespace torch_tpu::runtime

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <new>
 #include <atomic>
+#include <pthread.h>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -1059,16 +1060,34 @@ void xla_buffers_wait(const std::vector<BufferRef>& bufs, const char* what) {
 RuntimeLock::RuntimeLock() : state_(static_cast<int>(PyGILState_Ensure())) {}
 RuntimeLock::~RuntimeLock() { PyGILState_Release(static_cast<PyGILState_STATE>(state_)); }
 
+namespace {
+// Set in a child forked after the runtime started: jax's client and its
+// threads stay behind in the parent, and the child's first device call
+// waited on them forever (a DataLoader worker whose Dataset makes tpu
+// tensors hung). CUDA raises "Cannot re-initialize CUDA in forked
+// subprocess"; so does this. A child forked before the runtime started
+// starts its own.
+std::atomic<bool> g_forked_child{false};
+}  // namespace
+
 Runtime& get() {
   static std::once_flag once;
   std::call_once(once, [] {
     g_runtime = new XlaRuntime();  // leaked on purpose: see ~XlaRuntime
     g_front = make_mode_runtime(*g_runtime).release();
+    pthread_atfork(nullptr, nullptr, [] { g_forked_child.store(true, std::memory_order_relaxed); });
   });
+  TORCH_CHECK(!g_forked_child.load(std::memory_order_relaxed),
+              "torch_tpu: cannot use the tpu device in a forked subprocess: the runtime started in the parent "
+              "process and does not survive fork(). To use tpu with multiprocessing, use the 'spawn' start method "
+              "(torch.multiprocessing.set_start_method('spawn'), or DataLoader(multiprocessing_context='spawn')), or "
+              "keep a DataLoader worker's tensors on the CPU and move each batch to tpu in the main process");
   return *g_front;
 }
 
 bool started() { return g_front != nullptr; }
+
+bool in_bad_fork() { return g_forked_child.load(std::memory_order_relaxed); }
 
 JobInfo job_from_env() {
   JobInfo j;
