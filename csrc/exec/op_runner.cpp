@@ -820,11 +820,13 @@ void run_lowered_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
                   " and tpu:", d, "! (when checking arguments for ", info.name, ")");
       device = d;
     } else {
-      // Only an index list (Tensor?[]) takes CPU tensors: cat's or stack's
-      // Tensor[] does not (the meta kernel then named the meta device).
+      // Beyond 0-dim tensors (scalars, also in a foreach op's list: a
+      // non-capturable optimizer's CPU steps), only an index list
+      // (Tensor?[]) takes CPU tensors: cat's or stack's Tensor[] does not
+      // (the meta kernel then named the meta device).
       const c10::Argument& a = schema.arguments()[arg];
       bool index_list = item >= 0 && is_optional_tensor_list(a);
-      TORCH_CHECK(t.device().is_cpu() && ((t.dim() == 0 && item < 0) || index_list) && !is_write(a),
+      TORCH_CHECK(t.device().is_cpu() && (t.dim() == 0 || index_list) && !is_write(a),
                   "Expected all tensors to be on the same device, but found at least two devices, ", t.device(),
                   " and tpu! (when checking arguments for ", info.name, ")");
     }
