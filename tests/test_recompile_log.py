@@ -135,7 +135,7 @@ def test_compiled_function_new_shape(tmp_path):
 ERRORS = """
 def no_lowering(x):
     y = x * 2
-    return torch.poisson(y) + 1  # LINE no_lowering
+    return torch.quantize_per_tensor(y, 0.1, 0, torch.quint8).int_repr() + 1  # LINE no_lowering
 
 
 def runtime_check(x):
@@ -178,10 +178,10 @@ def test_errors_in_compiled_graphs_name_op_and_line(tmp_path):
     # (Dynamo wraps the backend's NotImplementedError in BackendCompilerFailed).
     nl = results["no_lowering"]
     assert "RuntimeError" in nl["mro"], nl
-    assert "NotImplementedError: torch_tpu: aten::poisson has no tpu lowering" in nl["msg"], nl["msg"]
-    assert "graph node 'poisson' (aten.poisson.default)" in nl["msg"], nl["msg"]
+    assert "NotImplementedError: torch_tpu: aten::quantize_per_tensor has no tpu lowering" in nl["msg"], nl["msg"]
+    assert "graph node 'quantize_per_tensor' (aten.quantize_per_tensor.default)" in nl["msg"], nl["msg"]
     assert f'model_errors.py", line {line_of("no_lowering")}, in no_lowering' in nl["msg"], nl["msg"]
-    assert "torch.poisson(y)" in nl["msg"], nl["msg"]
+    assert "torch.quantize_per_tensor(y" in nl["msg"], nl["msg"]
 
     # A check on values only the real call sees: raised while the graph runs,
     # same type, with the op and the line added.

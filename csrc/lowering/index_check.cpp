@@ -74,7 +74,7 @@ Value checked_index(LowerCtx& ctx, Value idx, int64_t dim, int64_t size, CheckKi
     // gather from an empty dimension would not even compile).
     std::string op = base_name(ctx);
     bool index_error = kind == CheckKind::kIndexBounds ? cpu_raises_index_error(op) : true;
-    std::string msg = op + "(): index out of range for dimension " + std::to_string(dim) + " with size 0";
+    std::string msg = op + "(): index is out of bounds for dimension " + std::to_string(dim) + " with size 0";
     if (kind == CheckKind::kIndexInSelf) {  // CPU's type and words for index_select (embedding)
       index_error = false;
       msg = op + "(): self indexing axis dim should be positive (dimension " + std::to_string(dim) + " has size 0)";
