@@ -7,6 +7,7 @@
 #include <c10/core/ScalarType.h>
 
 #include <initializer_list>
+#include <limits>
 #include <string_view>
 
 #include "hlo/complex_ops.h"
@@ -69,6 +70,10 @@ inline Value in(LowerCtx& ctx, std::string_view name, at::ScalarType dtype, Dims
 
 // NaN test; a complex value is NaN where either part is.
 inline Value is_nan(Value x) { return hlo::compare(x, x, "NE"); }
+// inf, -inf or NaN (|x| < inf fails for NaN too)
+inline Value not_finite(Value x) {
+  return hlo::unary("not", hlo::compare(hlo::unary("abs", x), hlo::full_like(x, std::numeric_limits<double>::infinity()), "LT"));
+}
 inline Value or_(Value a, Value b) { return hlo::binary("or", a, b); }
 inline Value and_(Value a, Value b) { return hlo::binary("and", a, b); }
 inline Value not_(Value a) { return hlo::unary("not", a); }

@@ -12,7 +12,6 @@
 #include <c10/util/Exception.h>
 
 #include <cmath>
-#include <limits>
 #include <optional>
 
 #include "lowering/compute_util.h"
@@ -77,9 +76,7 @@ std::vector<Value> edges_from_counts(LowerCtx& ctx, Value x, const std::vector<i
       lo = hlo::convert(hlo::reduce(col, {0}, hlo::ReduceKind::kMin), F);
       hi = hlo::convert(hlo::reduce(col, {0}, hlo::ReduceKind::kMax), F);
       // CPU's check of the range taken from the data (inf or NaN in it)
-      Value inf = hlo::constant(b, F, std::numeric_limits<double>::infinity());
-      Value finite = and_(hlo::compare(hlo::unary("abs", lo), inf, "LT"), hlo::compare(hlo::unary("abs", hi), inf, "LT"));
-      check_data(ctx, hlo::unary("not", finite),
+      check_data(ctx, ew::or_(ew::not_finite(lo), ew::not_finite(hi)),
                  "torch.histogramdd: dimension " + std::to_string(d) +
                      "'s range [min, max] of the input is not finite (it holds inf or NaN)");
       Value same = hlo::compare(lo, hi, "EQ");

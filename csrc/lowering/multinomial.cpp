@@ -15,8 +15,7 @@
 // an invalid distribution.
 #include <c10/util/Exception.h>
 
-#include <limits>
-
+#include "lowering/elementwise_util.h"
 #include "lowering/index_check.h"
 #include "lowering/random_util.h"
 #include "lowering/registry.h"
@@ -31,13 +30,12 @@ namespace {
 void check_weights(LowerCtx& ctx, Value w, bool per_entry) {
   Value zero = hlo::zeros_like(w);
   Value neg = hlo::compare(w, zero, "LT");
-  Value inf = hlo::full_like(w, std::numeric_limits<double>::infinity());
-  Value not_finite = hlo::unary("not", hlo::compare(hlo::unary("abs", w), inf, "LT"));  // NaN too
+  Value bad = ew::not_finite(w);
   if (per_entry) {
     check_data(ctx, neg, "invalid multinomial distribution (encountering probability entry < 0)");
-    check_data(ctx, not_finite, "invalid multinomial distribution (encountering probability entry = infinity or NaN)");
+    check_data(ctx, bad, "invalid multinomial distribution (encountering probability entry = infinity or NaN)");
   } else {
-    check_data(ctx, hlo::binary("or", neg, not_finite), "probability tensor contains either `inf`, `nan` or element < 0");
+    check_data(ctx, hlo::binary("or", neg, bad), "probability tensor contains either `inf`, `nan` or element < 0");
   }
   Value total = hlo::reduce(w, {1}, hlo::ReduceKind::kSum);
   check_data(ctx, hlo::compare(total, hlo::zeros_like(total), per_entry ? "LE" : "EQ"),

@@ -20,10 +20,6 @@ Value u_const(Builder& b, ElementType e, const Dims& dims, uint64_t v) {
   return hlo::broadcast_in_dim(hlo::constant_int(b, e, static_cast<int64_t>(v)), dims, {});
 }
 
-// The float type random values are computed in: f64 for double, f32 for
-// everything else (bf16/f16 are rounded from f32 at the end, like CPU's
-// generators that draw floats then cast).
-ElementType compute_float(at::ScalarType t) { return t == at::kDouble ? ElementType::kF64 : ElementType::kF32; }
 
 Dims out_dims(LowerCtx& ctx) {
   auto s = ctx.out_sizes(0);
@@ -66,8 +62,14 @@ Value uniform01(Value key, Dims dims, ElementType e) {
   return uniform_bits_to_float(bits, e);
 }
 
+Value box_muller(Value u1, Value u2) {
+  u1 = hlo::sub(hlo::full_like(u1, 1.0), u1);
+  Value r = hlo::unary("sqrt", hlo::mul(hlo::full_like(u1, -2.0), hlo::unary("log", u1)));
+  Value theta = hlo::mul(hlo::full_like(u2, 2.0 * M_PI), u2);
+  return hlo::mul(r, hlo::unary("cosine", theta));
+}
+
 Value standard_normal(Value key, Dims dims, ElementType e) {
-  // Box-Muller on two independent uniforms: u1 in (0, 1], u2 in [0, 1).
   Dims two = dims;
   two.insert(two.begin(), 2);
   Value u = uniform01(key, two, e);
@@ -77,10 +79,7 @@ Value standard_normal(Value key, Dims dims, ElementType e) {
   start[0] = 1;
   limit[0] = 2;
   Value u2 = hlo::reshape(hlo::slice(u, start, limit), dims);
-  u1 = hlo::sub(hlo::full_like(u1, 1.0), u1);
-  Value r = hlo::unary("sqrt", hlo::mul(hlo::full_like(u1, -2.0), hlo::unary("log", u1)));
-  Value theta = hlo::mul(hlo::full_like(u2, 2.0 * M_PI), u2);
-  return hlo::mul(r, hlo::unary("cosine", theta));
+  return box_muller(u1, u2);
 }
 
 TPU_LOWERING(uniform) {

@@ -36,8 +36,6 @@ namespace {
 // element is still unaccepted after 200 rounds with probability < 0.05^200.
 constexpr int64_t kMaxRounds = 200;
 
-ElementType compute_float(at::ScalarType t) { return t == at::kDouble ? ElementType::kF64 : ElementType::kF32; }
-
 Value scalar_i64(Builder& b, int64_t v) { return hlo::constant_int(b, ElementType::kI64, v); }
 
 // `rounds` uniforms in [0, 1) per element: [rounds, n] from `state`, and the
@@ -84,10 +82,7 @@ Value standard_gamma(Value key, Value a) {
       [e, n](const std::vector<Value>& s) {
         Value d = s[4], c = s[5];
         auto [next, u] = draw(s[1], 3, n, e);
-        // Box-Muller: x ~ N(0, 1) from u1 in (0, 1] and u2
-        Value u1 = hlo::sub(k(d, 1.0), row(u, 0));
-        Value x = hlo::mul(hlo::unary("sqrt", hlo::mul(k(d, -2.0), hlo::unary("log", u1))),
-                           hlo::unary("cosine", hlo::mul(k(d, 2.0 * M_PI), row(u, 1))));
+        Value x = box_muller(row(u, 0), row(u, 1));  // N(0, 1)
         Value y = hlo::add(k(d, 1.0), hlo::mul(c, x));
         Value v = hlo::mul(hlo::mul(y, y), y);
         Value uu = hlo::sub(k(d, 1.0), row(u, 2));  // in (0, 1]

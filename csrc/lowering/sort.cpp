@@ -10,8 +10,8 @@
 #include <c10/util/Exception.h>
 
 #include <cmath>
-#include <limits>
 
+#include "lowering/elementwise_util.h"
 #include "lowering/index_check.h"
 #include "lowering/sort_scan.h"
 
@@ -454,10 +454,7 @@ TPU_LOWERING(histc) {
     Value dmax = hlo::convert(hlo::reduce(flat, {0}, hlo::ReduceKind::kMax), de);
     // CPU's (and CUDA's) check of the range taken from the data: an inf or
     // NaN in it counted nothing where it should raise
-    Value inf = hlo::constant(b, de, std::numeric_limits<double>::infinity());
-    Value finite = hlo::binary("and", hlo::compare(hlo::unary("abs", dmin), inf, "LT"),
-                               hlo::compare(hlo::unary("abs", dmax), inf, "LT"));
-    check_data(ctx, hlo::binary("and", same, hlo::unary("not", finite)),
+    check_data(ctx, hlo::binary("and", same, hlo::binary("or", ew::not_finite(dmin), ew::not_finite(dmax))),
                "torch.histc: range of [min, max] of the input is not finite (it holds inf or NaN)");
     lo = hlo::select(same, dmin, lo);
     hi = hlo::select(same, dmax, hi);
