@@ -56,7 +56,7 @@ def test_eager_reasons_shape_dtype_arg_scalar(tmp_path):
         print(json.dumps([e for e in torch_tpu.recompile_log() if e["what"].startswith(("aten::add", "aten::cumsum"))]))
         print(json.dumps(torch_tpu.compile_stats()))
     """)
-    add = lines_for(r.stderr, "aten::add.out")  # structured ops reach the engine as their out= form
+    add = lines_for(r.stderr, "aten::add.Tensor")  # structured ops reach the engine in their functional form (aten/structured_direct.cpp)
     assert len(add) == 4, r.stderr[-3000:]
     assert add[0].endswith(": first compile") and "(#1 for this op)" in add[0], add[0]
     assert "(#2 for this op)" in add[1] and "input 0 'self' shape [4, 8] -> [4, 16]" in add[1], add[1]
@@ -69,7 +69,7 @@ def test_eager_reasons_shape_dtype_arg_scalar(tmp_path):
     assert len(mm) == 2 and mm[1].endswith(": matmul precision highest -> medium"), mm
 
     entries = json.loads(r.stdout.splitlines()[-2])
-    adds = [e for e in entries if e["what"] == "aten::add.out"]
+    adds = [e for e in entries if e["what"] == "aten::add.Tensor"]
     assert [e["count"] for e in adds] == [1, 2, 3, 4], adds
     assert all(e["kind"] == "op" and e["how"] == "compile" for e in adds), adds
     assert adds[1]["reason"].startswith("input 0 'self' shape [4, 8] -> [4, 16]"), adds[1]
@@ -122,7 +122,7 @@ def test_compiled_function_new_shape(tmp_path):
     assert "Recompiling function fn" in r.stderr, r.stderr[-3000:]  # Dynamo's own guard-failure log
     fused = [ln for ln in r.stderr.splitlines() if "XLA compile #" in ln and "fused program of 3 ops" in ln]
     assert len(fused) == 2, r.stderr[-3000:]
-    assert "(#2 for this op sequence)" in fused[1] and "op 0 of 3 (aten::mul.out) runs another program" in fused[1]
+    assert "(#2 for this op sequence)" in fused[1] and "op 0 of 3 (aten::mul.Tensor) runs another program" in fused[1]
     assert "shape [4] -> [8]" in fused[1], fused[1]
 
     entries = json.loads(r.stdout.splitlines()[-2])
@@ -235,4 +235,4 @@ def test_disk_cache_load_is_logged_with_its_reason(tmp_path):
     assert "shape [3] -> [6]" in second[1]["reason"], second
     loads = [ln for ln in runs[1].stderr.splitlines() if ln.startswith("torch_tpu: XLA cache load for aten::neg")]
     assert len(loads) == 2, loads
-    assert loads[1].endswith("input 0 'self' shape [3] -> [6]; input 1 'out' shape [3] -> [6]"), loads
+    assert loads[1].endswith("input 0 'self' shape [3] -> [6]"), loads

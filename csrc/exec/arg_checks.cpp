@@ -96,6 +96,31 @@ void check_values(const c10::FunctionSchema& schema, const std::vector<c10::IVal
     auto list = tensors->toTensorList();
     for (size_t i = 0; i < list.size(); ++i)
       TORCH_CHECK(list.get(i).dim() != 0, "zero-dimensional tensor (at position ", i, ") cannot be concatenated");
+  } else if (which == ArgCheckPlan::kPow) {
+    const c10::IValue* e = find_arg(schema, args, "exponent");
+    const at::Tensor* self = first_tensor(args);
+    if (!e || !e->isScalar() || !self) return;
+    c10::Scalar v = e->toScalar();
+    TORCH_CHECK(!(at::isIntegralType(self->scalar_type(), true) && v.isIntegral(true) && v.toLong() < 0),
+                "Integers to negative integer powers are not allowed.");
+  } else if (which == ArgCheckPlan::kRenorm) {
+    const c10::IValue* p = find_arg(schema, args, "p");
+    const c10::IValue* maxnorm = find_arg(schema, args, "maxnorm");
+    if (!p || !maxnorm || !p->isScalar() || !maxnorm->isScalar()) return;
+    TORCH_CHECK(p->toScalar().toDouble() > 0.0, "renorm: non-positive-norm not supported");
+    TORCH_CHECK(maxnorm->toScalar().toDouble() >= 0.0, "renorm: expected maxnorm to be >= 0 but got ",
+                maxnorm->toScalar().toDouble());
+  } else if (which == ArgCheckPlan::kSlopeBackward) {
+    bool elu = schema.name() == "aten::elu_backward";
+    const c10::IValue* is_result = find_arg(schema, args, elu ? "is_result" : "self_is_result");
+    const c10::IValue* slope = find_arg(schema, args, elu ? "alpha" : "negative_slope");
+    if (!is_result || !slope || !is_result->isBool() || !slope->isScalar() || !is_result->toBool()) return;
+    TORCH_CHECK(slope->toScalar().toDouble() >= 0.0, "In-place ", elu ? "elu" : "leakyReLu",
+                " backward calculation is triggered with a negative slope which is not supported. "
+                "This is caused by calling in-place forward function with a negative slope, "
+                "please call out-of-place version instead.",
+                elu ? "" : " File an issue at https://github.com/pytorch/pytorch if you do require supporting in-place "
+                           "leakRelu backward calculation with negative slope");
   } else if (which == ArgCheckPlan::kBernoulli) {
     const c10::IValue* p = find_arg(schema, args, "p");
     if (!p || !p->isDouble()) return;  // a tensor p would need a device read
@@ -128,6 +153,12 @@ ArgCheckPlan plan_arg_checks(const c10::FunctionSchema& schema) {
     p.values = ArgCheckPlan::kBernoulli;
   } else if (op == "aten::cat") {
     p.values = ArgCheckPlan::kCat;
+  } else if (op == "aten::pow" || op == "aten::pow_") {
+    p.values = ArgCheckPlan::kPow;
+  } else if (op == "aten::renorm" || op == "aten::renorm_") {
+    p.values = ArgCheckPlan::kRenorm;
+  } else if (op == "aten::elu_backward" || op == "aten::leaky_relu_backward") {
+    p.values = ArgCheckPlan::kSlopeBackward;
   }
   return p;
 }

@@ -1,8 +1,12 @@
 // Argument checks that PyTorch's CPU kernels make but the meta kernels the
 // engine relies on do not: out= memory overlap, a few value ranges of the
 // random ops, the overflow check of fill values (fill_, masked_fill,
-// index_fill) and cat's 0-dim tensors (its meta kernel raises IndexError). They run on every call, before the program cache lookup, so a
-// cached program never skips them.
+// index_fill) and cat's 0-dim tensors (its meta kernel raises IndexError).
+// Also the checks of Scalar values that C++ meta functions make (pow's
+// integer exponent, renorm's norms, elu/leaky_relu backward's slope): the
+// meta kernel runs once per program, and a Scalar is a runtime operand.
+// They run on every call, before the program cache lookup, so a cached
+// program never skips them.
 #pragma once
 
 #include <ATen/core/function_schema.h>
@@ -18,7 +22,7 @@ namespace torch_tpu::exec {
 struct ArgCheckPlan {
   bool out_overlap = false;   // has out= arguments
   bool full_overlap = false;  // ... and its CPU kernel rejects an out= that is an input
-  enum Values : uint8_t { kNone, kUniform, kFill, kBernoulli, kCat } values = kNone;
+  enum Values : uint8_t { kNone, kUniform, kFill, kBernoulli, kCat, kPow, kRenorm, kSlopeBackward } values = kNone;
   bool any() const { return out_overlap || values != kNone; }
 };
 ArgCheckPlan plan_arg_checks(const c10::FunctionSchema& schema);

@@ -2,6 +2,8 @@
 
 #include "exec/arg_checks.h"
 
+#include <c10/core/MemoryFormat.h>
+
 #include <optional>
 #include <string>
 
@@ -48,6 +50,24 @@ std::optional<at::ScalarType> batch_norm_stats_dtype(const c10::FunctionSchema& 
   return t;
 }
 
+// A convolution's results (output; grad_input and grad_weight) are
+// channels-last when its input or weight suggests it, as CPU's and CUDA's
+// convolutions choose (thnn/mkldnn/cudnn "use channels last"); the meta
+// *_overrideable ops have no meta kernel, and the rules' values are laid
+// out contiguously.
+int conv_channels_last_results(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args) {
+  const std::string& op = schema.name();
+  int results = op == "aten::convolution_overrideable" ? 1 : op == "aten::convolution_backward_overrideable" ? 2 : 0;
+  if (results == 0) return 0;
+  for (const char* name : {"input", "weight"}) {
+    const c10::IValue* t = find_arg(schema, args, name);
+    if (!defined_tensor(t)) continue;
+    auto f = t->toTensor().suggest_memory_format();
+    if (f == at::MemoryFormat::ChannelsLast || f == at::MemoryFormat::ChannelsLast3d) return results;
+  }
+  return 0;
+}
+
 }  // namespace
 
 void fix_meta_returns(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args,
@@ -60,6 +80,14 @@ void fix_meta_returns(const c10::FunctionSchema& schema, const std::vector<c10::
     for (size_t i = 1; i <= 2; ++i)
       if (returns[i] && returns[i]->defined) returns[i]->dtype = *t;
   }
+}
+
+std::vector<int64_t> cpu_result_strides(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args,
+                                        size_t result, const std::vector<int64_t>& sizes) {
+  if (static_cast<int>(result) >= conv_channels_last_results(schema, args)) return {};
+  if (sizes.size() == 4) return c10::get_channels_last_strides_2d(sizes);
+  if (sizes.size() == 5) return c10::get_channels_last_strides_3d(sizes);
+  return {};
 }
 
 }  // namespace torch_tpu::exec

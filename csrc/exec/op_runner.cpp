@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <memory>
 #include <unordered_map>
@@ -220,6 +221,7 @@ struct NewOut {
   int result;  // -1: an undefined tensor
   at::ScalarType dtype;
   std::vector<int64_t> sizes;
+  std::vector<int64_t> strides;  // empty: contiguous
 };
 // One schema return: an argument (in-place / out=), or new outputs.
 struct ReturnPlan {
@@ -236,11 +238,23 @@ struct CheckOut {
   runtime::CheckRef check;
 };
 
+// An out= argument resized to the op's result shape (and strides: empty
+// for contiguous).
+struct Resize {
+  int arg;
+  std::vector<int64_t> sizes, strides;
+};
+
+void apply_resize(const at::Tensor& t, const Resize& r) {
+  t.resize_(r.sizes);
+  if (!r.strides.empty()) t.as_strided_(r.sizes, r.strides);
+}
+
 struct Program {
   runtime::ExecutableRef exe;
   int device = 0;
   std::vector<ParamSource> params;
-  std::vector<std::pair<int, std::vector<int64_t>>> resizes;
+  std::vector<Resize> resizes;  // out= tensors of the wrong size, on every call
   std::vector<Write> writes;
   std::vector<NewOut> news;
   std::vector<ReturnPlan> returns;
@@ -297,6 +311,15 @@ at::Tensor to_meta(const at::Tensor& t, std::unordered_map<const void*, at::Tens
   return it->second.as_strided(t.sizes(), t.strides(), t.storage_offset());
 }
 
+// Whether `op` is a functional overload that reaches the engine though
+// PyTorch has a CompositeExplicitAutogradNonFunctional wrapper for it: one
+// aten/structured_direct.cpp registered (in-place overloads keep the
+// wrapper, which calls their out= overload).
+bool structured_direct(const c10::OperatorHandle& op) {
+  return !op.schema().is_mutable() &&
+         op.hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional);
+}
+
 MetaResult run_meta(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args) {
   MetaResult r;
   std::unordered_map<const void*, at::Tensor> bases;
@@ -327,7 +350,18 @@ MetaResult run_meta(const c10::OperatorHandle& op, const std::vector<c10::IValue
   }
   r.args = stack;  // handles: resizes made by the meta kernel show through
   try {
-    op.callBoxed(stack);
+    if (structured_direct(op)) {
+      // A structured op's functional overload, which the engine takes
+      // itself (aten/structured_direct.cpp): its meta is PyTorch's wrapper
+      // for backends without a kernel, run on the meta tensors through a
+      // backend key that has no kernels of its own. So CPU's C++ meta
+      // function checks the call, words its errors and lays the result out
+      // (the overload's Meta kernel may be a Python one that checks less:
+      // argmax of bool), as when the wrapper stood in front of the engine.
+      op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::PrivateUse3), &stack);
+    } else {
+      op.callBoxed(stack);
+    }
   } catch (const c10::NotImplementedError&) {
     return r;  // no meta kernel: the rule's own types decide
   }
@@ -338,6 +372,7 @@ MetaResult run_meta(const c10::OperatorHandle& op, const std::vector<c10::IValue
     } else if (v.isTensor()) {
       const auto& t = v.toTensor();
       r.returns.push_back(OutputMeta{t.scalar_type(), t.sizes().vec()});
+      if (!t.is_contiguous() && t.is_non_overlapping_and_dense()) r.returns.back()->strides = t.strides().vec();
     } else if (v.isTensorList()) {
       for (const auto& t : v.toTensorVector()) r.returns.push_back(OutputMeta{t.scalar_type(), t.sizes().vec()});
     }
@@ -355,6 +390,31 @@ Value fit(Value v, at::ScalarType dtype, const std::vector<int64_t>& sizes) {
   for (auto s : sizes) n *= s;
   if (v.type().numel() == n && v.rank() != static_cast<int64_t>(sizes.size())) return hlo::reshape(v, sizes);
   return hlo::broadcast_to(v, sizes);
+}
+
+// The order of dims, outermost first, in which `strides` lay a tensor of
+// `sizes` out densely, when that is not the contiguous order; nullopt for
+// contiguous or for strides that are not such a layout (the output is then
+// contiguous). Size-1 dims have any stride and keep their place.
+std::optional<hlo::Dims> dense_order(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
+  if (strides.empty() || strides.size() != sizes.size()) return std::nullopt;
+  hlo::Dims moving;  // dims of size > 1, largest stride first
+  for (size_t d = 0; d < sizes.size(); ++d)
+    if (sizes[d] != 1) moving.push_back(static_cast<int64_t>(d));
+  std::stable_sort(moving.begin(), moving.end(), [&](int64_t a, int64_t b) { return strides[a] > strides[b]; });
+  hlo::Dims order(sizes.size());
+  for (size_t d = 0, m = 0; d < sizes.size(); ++d) order[d] = sizes[d] == 1 ? static_cast<int64_t>(d) : moving[m++];
+  int64_t expect = 1;
+  bool identity = true;
+  for (size_t i = order.size(); i-- > 0;) {
+    int64_t d = order[i];
+    identity &= d == static_cast<int64_t>(i);
+    if (sizes[d] == 1) continue;
+    if (strides[d] != expect) return std::nullopt;
+    expect *= sizes[d];
+  }
+  if (identity) return std::nullopt;
+  return order;
 }
 
 std::string describe_tensors(const std::vector<c10::IValue>& args) {
@@ -387,10 +447,15 @@ std::shared_ptr<Program> compile_op(const c10::OperatorHandle& op, std::vector<c
     for (size_t a = 0; a < sargs.size(); ++a) {
       if (!is_write(sargs[a]) || !args[a].isTensor() || !meta.args[a].isTensor()) continue;
       auto& real = args[a].toTensor();
-      auto new_sizes = meta.args[a].toTensor().sizes();
+      const auto& m = meta.args[a].toTensor();
+      auto new_sizes = m.sizes();
       if (real.sizes() != new_sizes) {
-        prog->resizes.emplace_back(static_cast<int>(a), new_sizes.vec());
-        real.resize_(new_sizes);
+        // Resized as the meta kernel resized it: TensorIterator restrides a
+        // resized out= to its inputs' layout (abs of a channels-last tensor).
+        std::vector<int64_t> strides;
+        if (!m.is_contiguous() && m.is_non_overlapping_and_dense()) strides = m.strides().vec();
+        prog->resizes.push_back(Resize{static_cast<int>(a), new_sizes.vec(), strides});
+        apply_resize(real, prog->resizes.back());
       }
     }
   }
@@ -442,7 +507,7 @@ std::shared_ptr<Program> compile_op(const c10::OperatorHandle& op, std::vector<c
     // No meta kernel: an out= tensor takes the rule's result shape, as
     // CPU's kernels resize theirs.
     if (!meta.known && item < 0 && sargs[arg].is_out() && t.sizes() != at::IntArrayRef(raw.dims())) {
-      prog->resizes.emplace_back(arg, raw.dims());
+      prog->resizes.push_back(Resize{arg, raw.dims(), {}});
       args[arg].toTensor().resize_(raw.dims());
     }
     Value v = fit(raw, t.scalar_type(), t.sizes().vec());
@@ -472,7 +537,13 @@ std::shared_ptr<Program> compile_op(const c10::OperatorHandle& op, std::vector<c
     std::vector<int64_t> sizes = slot < slots.size() && slots[slot] ? slots[slot]->sizes : v.dims();
     v = fit(v, dtype, sizes);
     int64_t n = v.type().numel();
-    prog->news.push_back(NewOut{static_cast<int>(outputs.size()), dtype, sizes});
+    std::vector<int64_t> strides = slot < slots.size() && slots[slot] ? slots[slot]->strides
+                                                                      : cpu_result_strides(schema, args, slot, sizes);
+    if (auto order = dense_order(sizes, strides))
+      v = hlo::transpose(v, *order);  // laid out as the strides say before flattening
+    else
+      strides.clear();
+    prog->news.push_back(NewOut{static_cast<int>(outputs.size()), dtype, sizes, std::move(strides)});
     outputs.push_back(hlo::reshape(v, {n}));
   };
 
@@ -684,7 +755,9 @@ void run_program(const Program& prog, std::vector<c10::IValue>& args, torch::jit
       news.emplace_back();
       continue;
     }
-    at::Tensor t = empty_tensor(n.sizes, n.dtype, static_cast<c10::DeviceIndex>(prog.device));
+    at::Tensor t = n.strides.empty() ? empty_tensor(n.sizes, n.dtype, static_cast<c10::DeviceIndex>(prog.device))
+                                     : empty_strided_tensor(n.sizes, n.strides, n.dtype,
+                                                            static_cast<c10::DeviceIndex>(prog.device));
     auto& sb = device::storage_buffer(t.storage());
     sb.buffer = outs[n.result];
     sb.dtype = n.dtype;
@@ -780,6 +853,13 @@ at::Tensor empty_tensor(at::IntArrayRef sizes, at::ScalarType dtype, c10::Device
                                    dtype, std::nullopt);
 }
 
+at::Tensor empty_strided_tensor(at::IntArrayRef sizes, at::IntArrayRef strides, at::ScalarType dtype,
+                                c10::DeviceIndex device) {
+  c10::DeviceGuard guard(c10::Device(c10::DeviceType::PrivateUse1, device));
+  return at::detail::empty_strided_generic(sizes, strides, device::allocator(),
+                                           c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), dtype);
+}
+
 ProgramCacheStats program_cache_stats() {
   ProgramCacheStats s = g_stats;
   s.programs = static_cast<int64_t>(cache().size());
@@ -860,7 +940,7 @@ void run_lowered_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   if (hit) {
     ++g_stats.hits;
     prog = *hit;
-    for (const auto& [arg, sizes] : prog->resizes) args[arg].toTensor().resize_(sizes);
+    for (const auto& r : prog->resizes) apply_resize(args[r.arg].toTensor(), r);
   } else {
     // No rule: the opt-in CPU fallback (cpu_fallback.h) takes the op. Only
     // a miss looks, so lowered ops never pay for it.

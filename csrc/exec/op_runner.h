@@ -16,6 +16,9 @@ void run_lowered_op(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 
 // A new contiguous tpu tensor (storage not yet written: reads as zeros).
 at::Tensor empty_tensor(at::IntArrayRef sizes, at::ScalarType dtype, c10::DeviceIndex device);
+// The same with the given dense strides (a channels-last result).
+at::Tensor empty_strided_tensor(at::IntArrayRef sizes, at::IntArrayRef strides, at::ScalarType dtype,
+                                c10::DeviceIndex device);
 
 struct ProgramCacheStats {
   int64_t programs = 0;  // distinct programs held in memory

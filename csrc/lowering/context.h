@@ -41,6 +41,10 @@ struct OutputMeta {
   // False where the op returns None / an undefined tensor (e.g. a gradient
   // that output_mask leaves out): the rule's value there is dropped.
   bool defined = true;
+  // The meta kernel's strides when they are a dense permutation other than
+  // contiguous (a channels-last convolution, relu of a transposed tensor):
+  // the new tensor takes them, as CPU's does. Empty: contiguous.
+  std::vector<int64_t> strides = {};
 };
 
 // A Scalar argument left at its schema's default (add's alpha=1, addmm's

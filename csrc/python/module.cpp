@@ -6,6 +6,7 @@
 #include <torch/csrc/utils/pybind.h>
 
 #include "aten/cat_growth.h"
+#include "aten/structured_direct.h"
 #include "device/generator.h"
 #include "device/guard.h"
 #include "device/storage.h"
@@ -31,6 +32,9 @@ void init_distributed_bindings(py::module& m);  // distributed/bindings.cpp
 
 PYBIND11_MODULE(_C, m) {
   m.doc() = "torch_tpu C++ backend";
+  // After every static kernel registration (aten/structured_direct.cpp).
+  int direct = aten::register_structured_direct();
+  m.def("_structured_direct_count", [direct] { return direct; });
   init_replay_bindings(m);
   init_jax_op_bindings(m);
   init_tool_bindings(m);
