@@ -98,6 +98,21 @@ def test_transposed_input_result_keeps_cpu_layout():
         assert_close(got, want)
 
 
+@pytest.mark.parametrize("name", ["batch_norm_3d_transposed", "normal_transposed_mean", "rfft2_transposed"])
+def test_results_cpu_gives_contiguous_stay_contiguous(name):
+    # Meta kernels keep these inputs' layouts; CPU's kernels do not
+    # (exec/meta_fixups.cpp).
+    x = torch.randn(5, 6, 4).transpose(1, 2)
+    f = {
+        "batch_norm_3d_transposed": lambda t: F.batch_norm(t, None, None, training=True),
+        "normal_transposed_mean": lambda t: torch.normal(t, 1.0).zero_() + t,
+        "rfft2_transposed": lambda t: torch.fft.rfft2(t),
+    }[name]
+    want, got = f(x), f(x.to("tpu"))
+    assert want.is_contiguous() and got.is_contiguous()
+    assert_close(got, want, atol=1e-4, rtol=1e-4)
+
+
 def test_structured_functional_ops_keep_cpu_checks():
     # The functional overloads' meta kernels can be Python ones that check
     # less or word errors otherwise; the engine runs CPU's C++ meta function.

@@ -68,6 +68,28 @@ int conv_channels_last_results(const c10::FunctionSchema& schema, const std::vec
   return 0;
 }
 
+// Result strides of memory format `f` (contiguous: none).
+std::vector<int64_t> format_strides(at::MemoryFormat f, const std::vector<int64_t>& sizes) {
+  if (f == at::MemoryFormat::ChannelsLast && sizes.size() == 4) return c10::get_channels_last_strides_2d(sizes);
+  if (f == at::MemoryFormat::ChannelsLast3d && sizes.size() == 5) return c10::get_channels_last_strides_3d(sizes);
+  return {};
+}
+
+// Ops whose CPU kernels lay their first result out by the input's
+// suggested memory format (channels-last or contiguous) where the meta
+// kernels keep any input layout (a transposed (N, C, L) batch norm input).
+bool result_follows_suggested_format(const std::string& op) {
+  return is_batch_norm(op) || op == "aten::native_batch_norm_backward" || op == "aten::batch_norm_backward";
+}
+
+// Ops whose CPU kernels give contiguous results where the meta kernels keep
+// the input's layout: normal with a tensor mean (empty_like(mean,
+// contiguous) on every device) and real FFTs (the meta kernels follow
+// cuFFT's layouts; CPU's results of rfft2/rfftn are contiguous).
+bool result_contiguous_on_cpu(const std::string& op) {
+  return op == "aten::normal" || op == "aten::_fft_r2c" || op == "aten::_fft_c2r";
+}
+
 }  // namespace
 
 void fix_meta_returns(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args,
@@ -75,6 +97,15 @@ void fix_meta_returns(const c10::FunctionSchema& schema, const std::vector<c10::
   if (batch_norm_eval(schema, args) && returns.size() >= 3) {
     for (size_t i = 1; i <= 2; ++i)
       if (returns[i] && returns[i]->defined) returns[i]->sizes = {0};
+  }
+  if (!returns.empty() && returns[0] && !returns[0]->strides.empty()) {
+    if (result_contiguous_on_cpu(schema.name())) {
+      returns[0]->strides.clear();
+    } else if (result_follows_suggested_format(schema.name())) {
+      const c10::IValue* input = find_arg(schema, args, "input");
+      if (defined_tensor(input))
+        returns[0]->strides = format_strides(input->toTensor().suggest_memory_format(), returns[0]->sizes);
+    }
   }
   if (auto t = batch_norm_stats_dtype(schema, args); t && returns.size() >= 3) {
     for (size_t i = 1; i <= 2; ++i)

@@ -1,6 +1,7 @@
-// Where a meta kernel's output shapes differ from what PyTorch's CPU kernel
-// returns, the engine follows CPU (the reference every result is checked
-// against). One small table, applied right after the meta call.
+// Where a meta kernel's output shapes, dtypes or strides differ from what
+// PyTorch's CPU kernel returns, the engine follows CPU (the reference every
+// result is checked against). One small table, applied right after the
+// meta call.
 #pragma once
 
 #include <ATen/core/function_schema.h>
