@@ -1,5 +1,6 @@
-// Structured ops' functional and in-place overloads (add.Tensor, add_.Tensor,
-// mul, tanh, ...) sent straight to the lowering engine.
+// Structured ops' functional overloads (add.Tensor, mul, tanh, ...) sent
+// straight to the lowering engine; also a few elementwise composites
+// (exec/direct_composites.h).
 //
 // Without this, such an overload reaches a PrivateUse1 tensor through
 // PyTorch's CompositeExplicitAutogradNonFunctional wrapper: it builds a
@@ -30,6 +31,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "exec/direct_composites.h"
 #include "exec/op_runner.h"
 #include "lowering/registry.h"
 
@@ -79,8 +81,10 @@ int register_structured_direct() {
       // whose in-place checks (self's shape and dtype fixed) no out=
       // overload's meta kernel makes.
       const auto& schema = op.schema();
-      if (schema.is_mutable() || !op.hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional) ||
-          !op.hasKernelForDispatchKey(c10::DispatchKey::Meta) ||
+      bool wrapped = op.hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional) ||
+                     (exec::is_direct_composite(name) &&
+                      op.hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd));
+      if (schema.is_mutable() || !wrapped || !op.hasKernelForDispatchKey(c10::DispatchKey::Meta) ||
           op.hasKernelForDispatchKey(c10::DispatchKey::PrivateUse1) ||
           op.hasKernelForDispatchKey(c10::DispatchKey::PrivateUse3))  // the engine's meta route (op_runner.cpp)
         continue;

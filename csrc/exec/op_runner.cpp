@@ -23,6 +23,7 @@
 #include "exec/capture_notes.h"
 #include "exec/cpu_fallback.h"
 #include "exec/device_checks.h"
+#include "exec/direct_composites.h"
 #include "exec/fill.h"
 #include "exec/meta_fixups.h"
 #include "exec/tensor_key.h"
@@ -320,6 +321,13 @@ bool structured_direct(const c10::OperatorHandle& op) {
          op.hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional);
 }
 
+// Whether `op` is the functional overload of one of direct_composites.h's
+// ops (registered to the engine by aten/structured_direct.cpp).
+bool composite_direct(const c10::OperatorHandle& op) {
+  return !op.schema().is_mutable() && is_direct_composite(op.schema().name()) &&
+         op.hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd);
+}
+
 MetaResult run_meta(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args) {
   MetaResult r;
   std::unordered_map<const void*, at::Tensor> bases;
@@ -350,7 +358,7 @@ MetaResult run_meta(const c10::OperatorHandle& op, const std::vector<c10::IValue
   }
   r.args = stack;  // handles: resizes made by the meta kernel show through
   try {
-    if (structured_direct(op)) {
+    if (structured_direct(op) || composite_direct(op)) {
       // A structured op's functional overload, which the engine takes
       // itself (aten/structured_direct.cpp): its meta is PyTorch's wrapper
       // for backends without a kernel, run on the meta tensors through a
@@ -366,6 +374,22 @@ MetaResult run_meta(const c10::OperatorHandle& op, const std::vector<c10::IValue
     return r;  // no meta kernel: the rule's own types decide
   }
   r.known = true;
+  if (composite_direct(op)) {
+    // The composite gave CPU's checks, types and shapes, laid out
+    // contiguously (its out= meta kernel); the layout is the functional
+    // overload's own meta kernel's, where it has one that agrees.
+    torch::jit::Stack layout(r.args.begin(), r.args.end());
+    try {
+      op.callBoxed(layout);
+    } catch (const std::exception&) {
+      layout.clear();
+    }
+    if (layout.size() == stack.size())
+      for (size_t i = 0; i < stack.size(); ++i)
+        if (stack[i].isTensor() && layout[i].isTensor() && stack[i].toTensor().sizes() == layout[i].toTensor().sizes() &&
+            stack[i].toTensor().scalar_type() == layout[i].toTensor().scalar_type())
+          stack[i] = layout[i];
+  }
   for (const auto& v : stack) {
     if (v.isNone() || (v.isTensor() && !v.toTensor().defined())) {
       r.returns.push_back(OutputMeta{at::ScalarType::Undefined, {}, false});
