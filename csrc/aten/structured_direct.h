@@ -1,5 +1,5 @@
-// Structured ops' functional and in-place overloads straight to the
-// lowering engine (structured_direct.cpp).
+// Structured ops' functional overloads (and a few elementwise composites)
+// straight to the lowering engine (structured_direct.cpp).
 #pragma once
 
 namespace torch_tpu::aten {

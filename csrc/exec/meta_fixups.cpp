@@ -55,17 +55,18 @@ std::optional<at::ScalarType> batch_norm_stats_dtype(const c10::FunctionSchema& 
 // convolutions choose (thnn/mkldnn/cudnn "use channels last"); the meta
 // *_overrideable ops have no meta kernel, and the rules' values are laid
 // out contiguously.
-int conv_channels_last_results(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args) {
+at::MemoryFormat conv_result_format(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args,
+                                    size_t result) {
   const std::string& op = schema.name();
-  int results = op == "aten::convolution_overrideable" ? 1 : op == "aten::convolution_backward_overrideable" ? 2 : 0;
-  if (results == 0) return 0;
+  size_t results = op == "aten::convolution_overrideable" ? 1 : op == "aten::convolution_backward_overrideable" ? 2 : 0;
+  if (result >= results) return at::MemoryFormat::Contiguous;
   for (const char* name : {"input", "weight"}) {
     const c10::IValue* t = find_arg(schema, args, name);
     if (!defined_tensor(t)) continue;
     auto f = t->toTensor().suggest_memory_format();
-    if (f == at::MemoryFormat::ChannelsLast || f == at::MemoryFormat::ChannelsLast3d) return results;
+    if (f == at::MemoryFormat::ChannelsLast || f == at::MemoryFormat::ChannelsLast3d) return f;
   }
-  return 0;
+  return at::MemoryFormat::Contiguous;
 }
 
 // Result strides of memory format `f` (contiguous: none).
@@ -115,10 +116,7 @@ void fix_meta_returns(const c10::FunctionSchema& schema, const std::vector<c10::
 
 std::vector<int64_t> cpu_result_strides(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args,
                                         size_t result, const std::vector<int64_t>& sizes) {
-  if (static_cast<int>(result) >= conv_channels_last_results(schema, args)) return {};
-  if (sizes.size() == 4) return c10::get_channels_last_strides_2d(sizes);
-  if (sizes.size() == 5) return c10::get_channels_last_strides_3d(sizes);
-  return {};
+  return format_strides(conv_result_format(schema, args, result), sizes);
 }
 
 }  // namespace torch_tpu::exec

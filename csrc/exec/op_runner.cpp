@@ -316,6 +316,13 @@ at::Tensor to_meta(const at::Tensor& t, std::unordered_map<const void*, at::Tens
 // PyTorch has a CompositeExplicitAutogradNonFunctional wrapper for it: one
 // aten/structured_direct.cpp registered (in-place overloads keep the
 // wrapper, which calls their out= overload).
+// A result's strides for OutputMeta / Resize: the meta tensor's when they
+// are a dense layout other than contiguous, else none (contiguous).
+std::vector<int64_t> dense_strides(const at::Tensor& m) {
+  if (m.is_contiguous() || !m.is_non_overlapping_and_dense()) return {};
+  return m.strides().vec();
+}
+
 bool structured_direct(const c10::OperatorHandle& op) {
   return !op.schema().is_mutable() &&
          op.hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional);
@@ -357,8 +364,9 @@ MetaResult run_meta(const c10::OperatorHandle& op, const std::vector<c10::IValue
     }
   }
   r.args = stack;  // handles: resizes made by the meta kernel show through
+  bool composite = composite_direct(op);
   try {
-    if (structured_direct(op) || composite_direct(op)) {
+    if (composite || structured_direct(op)) {
       // A structured op's functional overload, which the engine takes
       // itself (aten/structured_direct.cpp): its meta is PyTorch's wrapper
       // for backends without a kernel, run on the meta tensors through a
@@ -374,7 +382,7 @@ MetaResult run_meta(const c10::OperatorHandle& op, const std::vector<c10::IValue
     return r;  // no meta kernel: the rule's own types decide
   }
   r.known = true;
-  if (composite_direct(op)) {
+  if (composite) {
     // The composite gave CPU's checks, types and shapes, laid out
     // contiguously (its out= meta kernel); the layout is the functional
     // overload's own meta kernel's, where it has one that agrees.
@@ -396,7 +404,7 @@ MetaResult run_meta(const c10::OperatorHandle& op, const std::vector<c10::IValue
     } else if (v.isTensor()) {
       const auto& t = v.toTensor();
       r.returns.push_back(OutputMeta{t.scalar_type(), t.sizes().vec()});
-      if (!t.is_contiguous() && t.is_non_overlapping_and_dense()) r.returns.back()->strides = t.strides().vec();
+      r.returns.back()->strides = dense_strides(t);
     } else if (v.isTensorList()) {
       for (const auto& t : v.toTensorVector()) r.returns.push_back(OutputMeta{t.scalar_type(), t.sizes().vec()});
     }
@@ -476,9 +484,7 @@ std::shared_ptr<Program> compile_op(const c10::OperatorHandle& op, std::vector<c
       if (real.sizes() != new_sizes) {
         // Resized as the meta kernel resized it: TensorIterator restrides a
         // resized out= to its inputs' layout (abs of a channels-last tensor).
-        std::vector<int64_t> strides;
-        if (!m.is_contiguous() && m.is_non_overlapping_and_dense()) strides = m.strides().vec();
-        prog->resizes.push_back(Resize{static_cast<int>(a), new_sizes.vec(), strides});
+        prog->resizes.push_back(Resize{static_cast<int>(a), new_sizes.vec(), dense_strides(m)});
         apply_resize(real, prog->resizes.back());
       }
     }
@@ -532,7 +538,7 @@ std::shared_ptr<Program> compile_op(const c10::OperatorHandle& op, std::vector<c
     // CPU's kernels resize theirs.
     if (!meta.known && item < 0 && sargs[arg].is_out() && t.sizes() != at::IntArrayRef(raw.dims())) {
       prog->resizes.push_back(Resize{arg, raw.dims(), {}});
-      args[arg].toTensor().resize_(raw.dims());
+      apply_resize(args[arg].toTensor(), prog->resizes.back());
     }
     Value v = fit(raw, t.scalar_type(), t.sizes().vec());
     const void* key = t.storage().unsafeGetStorageImpl();
