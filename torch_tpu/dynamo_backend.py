@@ -260,7 +260,9 @@ def compile_stats() -> dict:
     programs built / found in the cache), `quick_compiles` /
     `quick_rebuilds` (programs a graph's first call compiled quick: LLVM -O0,
     runtime/compile_tier.h / those of them rebuilt optimised at their third
-    run; rebuilds are not in `xla_compiles`), `replays` (graph calls served by a
+    run; rebuilds are not in `xla_compiles`), `small_compiles` (XLA
+    compiles of small programs, on XLA:CPU built with the elemental
+    emitters: compile_tier.h), `replays` (graph calls served by a
     replay of a captured fused program, no per-op dispatch), `captures`
     (replays recorded) and `replay_refused` (captures that could not be
     replayed). A graph called again with the same shapes adds to
@@ -280,7 +282,8 @@ def compile_stats() -> dict:
     out.update(xla_compiles=_C._compile_count(), fused_compiles=fusion["compiles"],
                fused_cache_hits=fusion["cache_hits"], **replay_stats())
     quick = _C._quick_compile_stats()
-    out.update(quick_compiles=quick["quick_compiles"], quick_rebuilds=quick["quick_rebuilds"])
+    out.update(quick_compiles=quick["quick_compiles"], quick_rebuilds=quick["quick_rebuilds"],
+               small_compiles=quick["small_compiles"])
     rec = _C._recompile_stats()
     out.update({k: rec[k] for k in ("recompiles", "graph_recompiles", "fused_recompiles", "op_recompiles")})
     return out

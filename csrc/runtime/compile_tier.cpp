@@ -2,6 +2,8 @@
 
 #include <c10/util/Exception.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -41,13 +43,57 @@ std::vector<QuickCompileOption> quick_compile_options() {
   return g_options;
 }
 
-std::string quick_compile_options_text() {
+namespace {
+std::string options_text(const std::vector<QuickCompileOption>& options) {
   std::string out;
-  for (const auto& option : quick_compile_options()) {
+  for (const auto& option : options) {
     if (!out.empty()) out += ';';
     out += option.name + '=' + (option.boolean ? (option.value ? "true" : "false") : std::to_string(option.value));
   }
   return out;
+}
+}  // namespace
+
+std::string quick_compile_options_text() { return options_text(quick_compile_options()); }
+
+bool small_program_options_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("TORCH_TPU_SMALL_PROGRAM_OPTIONS");
+    return !(v && *v && std::strcmp(v, "0") == 0);
+  }();
+  return on;
+}
+
+std::vector<QuickCompileOption> small_program_options() {
+  return {{"xla_cpu_use_fusion_emitters", 0, true}, {"xla_cpu_parallel_codegen_split_count", 1, false}};
+}
+
+std::string small_program_options_text() { return options_text(small_program_options()); }
+
+// Every `tensor<AxBx...xT>` type in the text (parameters, results and
+// every intermediate) has at most kSmallProgramMaxElements elements.
+bool is_small_program(const std::string& text) {
+  if (text.size() >= kQuickMinTextBytes) return false;
+  static const std::string kTensor = "tensor<";
+  for (size_t at = text.find(kTensor); at != std::string::npos; at = text.find(kTensor, at)) {
+    at += kTensor.size();
+    int64_t elements = 1;
+    // Dimensions are digits followed by 'x'; the element type ends them.
+    while (at < text.size() && std::isdigit(static_cast<unsigned char>(text[at]))) {
+      size_t end = at;
+      int64_t dim = 0;
+      while (end < text.size() && std::isdigit(static_cast<unsigned char>(text[end]))) {
+        dim = std::min<int64_t>(dim * 10 + (text[end] - '0'), kSmallProgramMaxElements + 1);
+        ++end;
+      }
+      if (end >= text.size() || text[end] != 'x') break;  // digits of a type name (i64): done
+      elements = std::min<int64_t>(elements * dim, kSmallProgramMaxElements + 1);
+      at = end + 1;
+    }
+    if (at < text.size() && text[at] == '?') return false;  // dynamic dimension: size unknown
+    if (elements > kSmallProgramMaxElements) return false;
+  }
+  return true;
 }
 
 std::string set_quick_compile_options(const std::string& text) {
@@ -87,6 +133,11 @@ QuickCompileStats quick_compile_stats() {
 void note_quick_compile() {
   std::lock_guard<std::mutex> lock(g_mu);
   ++g_stats.quick_compiles;
+}
+
+void note_small_compile() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  ++g_stats.small_compiles;
 }
 
 void note_rebuild(double seconds) {

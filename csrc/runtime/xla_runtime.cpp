@@ -615,12 +615,20 @@ class XlaRuntime final : public Runtime {
                              const std::string& assignment, const std::string& what, bool* quick = nullptr,
                              bool rebuild = false) {
     bool want_quick = quick != nullptr && *quick;
+    // A small program (compile_tier.h) always builds with its own options,
+    // and is cached under their key.
+    bool small = !want_quick && !rebuild && assignment.empty() && info_.platform == "cpu" &&
+                 small_program_options_enabled() && is_small_program(text);
     auto& disk = cache::DiskCache::instance();
     std::string key, plain_key;
     if (disk.enabled()) {
       cache::KeyInputs in = key_inputs(device);
       if (!assignment.empty()) in["device_assignment"] = assignment;
       key = plain_key = cache::make_key(text, in);
+      if (small) {
+        in["small_program_options"] = small_program_options_text();
+        key = cache::make_key(text, in);
+      }
       if (py::object exe = load_cached(disk, key, dl, options); !exe.is_none()) {
         if (log_recompiles()) log_load(text, what);
         if (quick) *quick = false;
@@ -636,9 +644,13 @@ class XlaRuntime final : public Runtime {
       }
       disk.note_miss();
     }
-    if (want_quick) {
+    // The tier's options go after the ones every compile has (excess precision).
+    py::list base_overrides;  // a copy: the fallback below restores it
+    for (auto item : options.attr("env_option_overrides")) base_overrides.append(item);
+    if (want_quick || small) {
       py::list overrides;
-      for (const auto& option : quick_compile_options()) {
+      for (auto item : base_overrides) overrides.append(item);
+      for (const auto& option : want_quick ? quick_compile_options() : small_program_options()) {
         if (option.boolean)
           overrides.append(py::make_tuple(option.name, py::bool_(option.value != 0)));
         else
@@ -652,12 +664,13 @@ class XlaRuntime final : public Runtime {
     try {
       exe = backend_.attr("compile_and_load")(py::bytes(text), dl, options);
     } catch (py::error_already_set&) {
-      if (!want_quick) throw;
-      // A quick compile XLA refuses (an op its elemental emitters lack, an
-      // option this XLA does not know) is only a lost shortcut: compile
-      // with the defaults, as an ordinary program.
-      options.attr("env_option_overrides") = py::list();
-      want_quick = *quick = false;
+      if (!want_quick && !small) throw;
+      // A quick or small-program compile XLA refuses (an op its elemental
+      // emitters lack, an option this XLA does not know) is only a lost
+      // shortcut: compile with the defaults, as an ordinary program.
+      options.attr("env_option_overrides") = base_overrides;
+      want_quick = small = false;
+      if (quick) *quick = false;
       key = plain_key;
       exe = backend_.attr("compile_and_load")(py::bytes(text), dl, options);
     }
@@ -671,6 +684,7 @@ class XlaRuntime final : public Runtime {
       compile_seconds_ += seconds;
       ++compiles_;
       if (want_quick) note_quick_compile();
+      if (small) note_small_compile();
       if (log_recompiles()) log_compile(text, what, seconds);
     }
     if (disk.enabled()) store_cached(disk, key, exe);
