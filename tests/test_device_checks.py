@@ -317,6 +317,14 @@ DATA_CASES = {
                                     lambda d: torch.empty(2, device=d).bernoulli_(_t([1.0, 0.0], d)), True),
     "bernoulli_p_nan": (lambda d: torch.bernoulli(_t([float("nan")], d)),
                         lambda d: torch.bernoulli(_t([1.0], d)), True),
+    # a factor with a zero diagonal element gave NaN (CPU and CUDA: LinAlgError naming the first one)
+    "cholesky_inverse_singular": (lambda d: torch.cholesky_inverse(_t([[1.0, 0.0, 0.0], [2.0, 0.0, 0.0], [0.0, 1.0, 0.0]], d)),
+                                  lambda d: torch.cholesky_inverse(_t([[1.0, 0.0, 0.0], [2.0, 3.0, 0.0], [0.0, 1.0, 2.0]], d)),
+                                  True, "The diagonal element 2 is zero"),
+    "cholesky_inverse_upper_batched": (
+        lambda d: torch.cholesky_inverse(_t([[[2.0, 1.0], [0.0, 1.0]], [[0.0, 1.0], [0.0, 1.0]]], d), upper=True),
+        lambda d: torch.cholesky_inverse(_t([[[2.0, 1.0], [0.0, 1.0]], [[3.0, 1.0], [0.0, 1.0]]], d), upper=True),
+        True, "The diagonal element 1 is zero"),
     "normal_std_negative": (lambda d: torch.normal(_t([0.0, 0.0], d), _t([1.0, -1.0], d)),
                             lambda d: torch.normal(_t([2.0, 3.0], d), _t([0.0, 0.0], d)), True),
     "normal_float_mean_std_negative": (lambda d: torch.normal(1.0, _t([-1.0], d)),

@@ -71,6 +71,7 @@ struct DeviceCheck {
   std::string op;            // the ATen op without namespace, e.g. "index_select"
   int64_t dim = 0, size = 0; // the dimension indexed and its size (elements, for take)
   bool index_error = true;   // Python IndexError (CPU's type for the op), else RuntimeError
+  bool linalg_error = false; // torch.linalg.LinAlgError instead (CPU's type for a singular matrix)
 };
 
 // The storages an op writes: those of its mutable (in-place, out=)

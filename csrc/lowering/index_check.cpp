@@ -117,6 +117,13 @@ void check_data(LowerCtx& ctx, Value bad, std::string message, Value idx, bool i
   ctx.add_check(message_check(bad, v, std::move(message), index_error, idx.valid()));
 }
 
+void check_linalg(LowerCtx& ctx, Value bad, std::string message, Value idx) {
+  if (bad.type().numel() == 0) return;
+  DeviceCheck c = message_check(bad, hlo::convert(idx, ElementType::kI64), std::move(message), false, true);
+  c.linalg_error = true;
+  ctx.add_check(std::move(c));
+}
+
 void check_nonzero(LowerCtx& ctx, Value d) {
   if (hlo::is_float(d.element()) || hlo::is_complex(d.element()) || d.element() == ElementType::kPred) return;
   if (d.type().numel() == 0) return;

@@ -34,6 +34,10 @@ void add_check(LowerCtx& ctx, Value bad, Value idx, CheckKind kind, int64_t dim,
 // (same shape as `bad`, integer), when `idx` is given.
 void check_data(LowerCtx& ctx, Value bad, std::string message, Value idx = Value(), bool index_error = false);
 
+// check_data raising torch.linalg.LinAlgError, CPU's type for a matrix it
+// cannot factor or invert.
+void check_linalg(LowerCtx& ctx, Value bad, std::string message, Value idx);
+
 // Records that the integer divisor `d` must have no zero element (CPU's
 // "ZeroDivisionError"). No-op for floating and complex divisors.
 void check_nonzero(LowerCtx& ctx, Value d);

@@ -11,6 +11,7 @@
 // does the rank-1 update under a mask. Complex matrices run the same
 // algorithms (pivoting on |re| + |im| as izamax does; Cholesky A = L L^H). `info` is computed on device, as
 // LAPACK defines it (first zero pivot / first non-positive minor, 1-based).
+#include "lowering/index_check.h"
 #include "lowering/linalg_cplx.h"
 
 namespace torch_tpu::lowering {
@@ -223,11 +224,31 @@ TPU_LOWERING(_cholesky_solve_helper) {
   return {unflat(chol_solve(A, B, ctx.bool_arg("upper")), batch)};
 }
 
+// CPU's and CUDA's cholesky_inverse (LAPACK/MAGMA potri) refuse a factor
+// with an exactly zero diagonal element, naming the first one; computed
+// through, it gives NaN and inf.
+namespace {
+void check_zero_diagonal(LowerCtx& ctx, Value F) {
+  if (F.type().numel() == 0) return;
+  Builder& b = F.builder();
+  Value d = diagonal(F);  // [batch, n]
+  int64_t n = d.dim(1);
+  Value zero = hlo::compare(d, hlo::zeros_like(d), "EQ");
+  Value pos = hlo::add(iota_i(b, d.dims(), 1), bc(ci(b, 1), d.dims()));  // 1-based, as LAPACK's info
+  Value first = hlo::reduce(hlo::select(zero, pos, bc(ci(b, n + 1), d.dims())), {1}, hlo::ReduceKind::kMin);
+  check_linalg(ctx, hlo::compare(first, bc(ci(b, n), first.dims()), "LE"),
+             "cholesky_inverse: The diagonal element {} is zero, the inversion could not be completed because the "
+             "input matrix is singular.",
+             first);
+}
+}  // namespace
+
 TPU_LOWERING(cholesky_inverse) {
   check_float_or_complex(ctx, "self");
   Value f = ctx.tensor("self");
   Dims batch = batch_of(f.dims());
   Value F = flat3(f);
+  check_zero_diagonal(ctx, F);
   Value I = eye(ctx.b(), F.element(), F.dims());
   return {unflat(chol_solve(F, I, ctx.bool_arg("upper")), batch)};
 }

@@ -53,6 +53,10 @@ PYBIND11_MODULE(_C, m) {
       runtime::get().synchronize(i);
     } catch (const c10::IndexError& e) {
       throw py::index_error(e.what_without_backtrace());
+    } catch (const c10::LinAlgError& e) {
+      py::object linalg_error = py::module_::import("torch").attr("linalg").attr("LinAlgError");
+      PyErr_SetString(linalg_error.ptr(), e.what_without_backtrace());
+      throw py::error_already_set();
     } catch (const c10::Error& e) {
       throw std::runtime_error(e.what_without_backtrace());
     }
