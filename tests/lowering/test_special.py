@@ -4,7 +4,7 @@ polynomials, sinc, logit, entr, xlog1py, zeta) on tpu vs CPU."""
 import pytest
 import torch
 
-from utils import check, check_grad, make, noncontiguous
+from utils import assert_close, check, check_grad, make, noncontiguous
 
 F32, BF16, F64, I64, BOOL = torch.float32, torch.bfloat16, torch.float64, torch.int64, torch.bool
 S = torch.special
@@ -199,3 +199,33 @@ def test_incomplete_gamma(fn):
 
 def test_incomplete_gamma_inplace():
     check(lambda p, q: p.igamma_(q), make((3, 4), low=0.1, high=5), make((4,), low=0, high=8), atol=1e-5, rtol=1e-4)
+
+
+def test_standard_gamma_grad_matches_cpu_in_each_regime():
+    # Gamma.rsample's backward: a series for x < 0.8, Rice's expansion for
+    # alpha > 8 (its polynomial form within 10% of alpha), a rational fit
+    # elsewhere. CPU computes in double; float32 here, as CUDA does.
+    g = torch.Generator().manual_seed(0)
+    alpha = torch.cat([torch.rand(300, generator=g) * 0.5 + 0.01, torch.rand(300, generator=g) * 8,
+                       torch.rand(300, generator=g) * 50 + 8, torch.tensor([9.0, 20.0, 100.0])])
+    x = torch._standard_gamma(alpha, generator=g)
+    x[-3:] = torch.tensor([9.1, 19.0, 150.0])
+    assert (x < 0.8).any() and ((alpha > 8) & (x > 0.9 * alpha) & (x < 1.1 * alpha)).any()
+    got = torch._standard_gamma_grad(alpha.to("tpu"), x.to("tpu")).cpu()
+    assert_close(got, torch._standard_gamma_grad(alpha, x), atol=1e-5, rtol=1e-3)
+    a64, x64 = alpha.double(), x.double()
+    assert_close(torch._standard_gamma_grad(a64.to("tpu"), x64.to("tpu")).cpu(), torch._standard_gamma_grad(a64, x64),
+                 atol=1e-12, rtol=1e-10)
+    zero = torch.zeros(1)  # the series' NaN at x = 0 is 0, as on CPU
+    assert torch._standard_gamma_grad(torch.tensor([2.0], device="tpu"), zero.to("tpu")).item() == 0.0
+
+
+def test_gamma_rsample_backward():
+    torch.manual_seed(1)
+    a = torch.tensor([0.3, 1.5, 2.0, 12.0], device="tpu", requires_grad=True)
+    y = torch.distributions.Gamma(a, torch.full((4,), 2.0, device="tpu")).rsample()
+    (y * torch.arange(1.0, 5.0, device="tpu")).sum().backward()
+    ac = a.detach().cpu().requires_grad_()
+    # the same samples on CPU: y = standard_gamma(a) / rate, so d y / d a = grad(a, y * rate) / rate
+    want = torch._standard_gamma_grad(ac.detach(), y.detach().cpu() * 2.0) / 2.0 * torch.arange(1.0, 5.0)
+    assert_close(a.grad.cpu(), want, atol=1e-5, rtol=1e-4)
