@@ -7,6 +7,7 @@
 // bf16/f16 and integer inputs compute in float32, float64 in float64.
 #include "lowering/special_coeffs.h"
 #include "lowering/special_util.h"
+#include "runtime/runtime.h"
 
 namespace torch_tpu::lowering {
 
@@ -512,6 +513,113 @@ Value standard_gamma_grad(Value alpha, Value x) {
   return sel(lt(x, 0.8), small_x, sel(gt(alpha, 8.0), large_alpha, rational));
 }
 
+// Reparameterization gradients of a Beta(alpha, beta) sample x with respect
+// to alpha, scaled by 1 / (1 - x) (Dirichlet.rsample's backward, through
+// its Beta marginals; total = alpha + beta), by the four approximations
+// CPU's and CUDA's kernels use, selected per element in the same order.
+// x near 0: a series in x.
+Value beta_grad_alpha_small(Value x, Value alpha, Value beta) {
+  Value factor = digamma(alpha) - digamma(alpha + beta) - log(x);
+  Value numer = K(x, 1.0);
+  Value series = numer / alpha * (factor + 1.0 / alpha);
+  for (int i = 1; i <= 10; ++i) {
+    double fi = i;
+    numer = numer * ((fi - beta) * x / fi);
+    Value denom = alpha + fi;
+    series = series + numer / denom * (factor + 1.0 / denom);
+  }
+  Value out = x * pow(1.0 - x, -beta) * series;
+  return sel(is_nan(out), 0.0, out);
+}
+// x near 0, with respect to beta.
+Value beta_grad_beta_small(Value x, Value alpha, Value beta) {
+  Value factor = digamma(alpha + beta) - digamma(beta);
+  Value numer = K(x, 1.0), betas = K(x, 1.0), dbetas = K(x, 0.0);
+  Value series = factor / alpha;
+  for (int i = 1; i <= 8; ++i) {
+    double fi = i;
+    numer = numer * (-x / fi);
+    dbetas = dbetas * (beta - fi) + betas;
+    betas = betas * (beta - fi);
+    series = series + numer / (alpha + fi) * (dbetas + factor * betas);
+  }
+  Value out = -pow(1.0 - x, 1.0 - beta) * series;
+  return sel(is_nan(out), 0.0, out);
+}
+// alpha and beta both large: Rice's saddle-point expansion, its polynomial
+// form within a tenth of a standard deviation of the mean.
+Value beta_grad_alpha_mid(Value x, Value alpha, Value beta) {
+  Value total = alpha + beta;
+  Value mean = alpha / total;
+  Value sd = sqrt(alpha * beta / (total + 1.0)) / total;
+  Value b2 = beta * beta;
+  Value poly = 47.0 * x * b2 * b2 +
+               alpha * ((43.0 + 20.0 * (16.0 + 27.0 * beta) * x) * b2 * beta +
+                        alpha * (3.0 * (59.0 + 180.0 * beta - 90.0 * x) * b2 +
+                                 alpha * ((453.0 + 1620.0 * beta * (1.0 - x) - 455.0 * x) * beta +
+                                          alpha * (8.0 * (1.0 - x) * (135.0 * beta - 11.0)))));
+  Value prefactor_num = (1.0 + 12.0 * alpha) * (1.0 + 12.0 * beta) / (total * total);
+  Value prefactor_den = 12960.0 * alpha * alpha * alpha * b2 * (1.0 + 12.0 * total);
+  Value near = prefactor_num / (1.0 - x) * poly / prefactor_den;
+  Value prefactor = -x / sqrt(2.0 * alpha * beta / total);
+  auto st = [](Value v) { return 1.0 + 1.0 / (12.0 * v) + 1.0 / (288.0 * v * v); };
+  Value stirling = st(alpha) * st(beta) / st(total);
+  Value axbx = alpha * (x - 1.0) + beta * x;
+  Value term1 = (2.0 * alpha * alpha * (x - 1.0) + alpha * beta * (x - 1.0) - x * b2) /
+                (sqrt(2.0 * alpha / beta) * pow(total, K(total, 1.5)) * axbx * axbx);
+  Value term2 = 0.5 * log(alpha / (total * x));
+  Value term3 = sqrt(8.0 * alpha * beta / total) / (beta * x + alpha * (x - 1.0));
+  Value term4 = pow(beta * log(beta / (total * (1.0 - x))) + alpha * log(alpha / (total * x)), K(x, -1.5));
+  Value term1234 = term1 + term2 * (term3 + sel(lt(x, mean), term4, -term4));
+  Value far = stirling * prefactor * term1234;
+  return sel(and_(le(mean - 0.1 * sd, x), le(x, mean + 0.1 * sd)), near, far);
+}
+Value dirichlet_grad(Value x, Value alpha, Value total) {
+  Value beta = total - alpha;
+  Value boundary = total * x * (1.0 - x);
+  // Otherwise: a rational correction p / q to an analytic approximation,
+  // in u = log(x), a = log(alpha) - u, b = log(total) - a.
+  static const double c[2][3][3][4] = {
+      {{{1.003668233, -0.01061107488, -0.0657888334, 0.01201642863},
+        {0.6336835991, -0.3557432599, 0.05486251648, -0.001465281033},
+        {-0.03276231906, 0.004474107445, 0.002429354597, -0.0001557569013}},
+       {{0.221950385, -0.3187676331, 0.01799915743, 0.01074823814},
+        {-0.2951249643, 0.06219954479, 0.01535556598, 0.001550077057},
+        {0.02155310298, 0.004170831599, 0.001292462449, 6.976601077e-05}},
+       {{-0.05980841433, 0.008441916499, 0.01085618172, 0.002319392565},
+        {0.02911413504, 0.01400243777, -0.002721828457, 0.000751041181},
+        {0.005900514878, -0.001936558688, -9.495446725e-06, 5.385558597e-05}}},
+      {{{1, -0.02924021934, -0.04438342661, 0.007285809825},
+        {0.6357567472, -0.3473456711, 0.05454656494, -0.002407477521},
+        {-0.03301322327, 0.004845219414, 0.00231480583, -0.0002307248149}},
+       {{0.5925320577, -0.1757678135, 0.01505928619, 0.000564515273},
+        {0.1014815858, -0.06589186703, 0.01272886114, -0.0007316646956},
+        {-0.007258481865, 0.001096195486, 0.0003934994223, -4.12701925e-05}},
+       {{0.06469649321, -0.0236701437, 0.002902096474, -5.896963079e-05},
+        {0.001925008108, -0.002869809258, 0.0008000589141, -6.063713228e-05},
+        {-0.0003477407336, 6.959756487e-05, 1.097287507e-05, -1.650964693e-06}}},
+  };
+  Value u = log(x);
+  Value a = log(alpha) - u;
+  Value b = log(total) - a;
+  Value pow_u[3] = {K(x, 1.0), u, u * u};
+  Value pow_a[3] = {K(x, 1.0), a, a * a};
+  Value p = K(x, 0.0), q = K(x, 0.0);
+  for (int i = 0; i < 3; ++i) {
+    for (int j = 0; j < 3; ++j) {
+      Value ua = pow_u[i] * pow_a[j];
+      const double* cp = c[0][i][j];
+      const double* cq = c[1][i][j];
+      p = p + ua * (cp[0] + b * (cp[1] + b * (cp[2] + b * cp[3])));
+      q = q + ua * (cq[0] + b * (cq[1] + b * (cq[2] + b * cq[3])));
+    }
+  }
+  Value rational = p / q * (x * (digamma(total) - digamma(alpha)) / beta);
+  Value out = sel(and_(gt(alpha, 6.0), gt(beta, 6.0)), beta_grad_alpha_mid(x, alpha, beta), rational);
+  out = sel(and_(ge(x, 0.5), lt(boundary, 0.75)), -beta_grad_beta_small(1.0 - x, beta, alpha), out);
+  return sel(and_(le(x, 0.5), lt(boundary, 2.5)), beta_grad_alpha_small(x, alpha, beta), out);
+}
+
 // `self` (or `x`) in its compute type.
 Value unary_in(LowerCtx& ctx) {
   const char* name = ctx.has("self") ? "self" : "x";
@@ -561,10 +669,27 @@ TPU_LOWERING(mvlgamma) {
   return {sum + static_cast<double>(p * (p - 1)) * std::log(M_PI) / 4.0};
 }
 
+// The reparameterization gradients below compute float32 in float64, as
+// CPU's kernels do (their saddle-point terms cancel near the mean: float32
+// gave up to 8% error there for Dirichlet), except on a TPU, which has no
+// native float64 (CUDA's kernels compute in float32 too).
+namespace {
+at::ScalarType cpu_precision(at::ScalarType t) {
+  return t == at::kFloat && runtime::get().platform().platform != "tpu" ? at::kDouble : t;
+}
+}  // namespace
+
 // _standard_gamma_grad(self = alpha, output = the sample): Gamma.rsample's backward.
 TPU_LOWERING(_standard_gamma_grad) {
-  at::ScalarType t = compute_type(ctx, {"self", "output"});
-  return {standard_gamma_grad(arg_in(ctx, "self", t), arg_in(ctx, "output", t))};
+  at::ScalarType t = compute_type(ctx, {"self", "output"}), wide = cpu_precision(t);
+  return {hlo::convert(standard_gamma_grad(arg_in(ctx, "self", wide), arg_in(ctx, "output", wide)), element_type(t))};
+}
+
+// _dirichlet_grad(x, alpha, total): Dirichlet's and Beta's rsample backward.
+TPU_LOWERING(_dirichlet_grad) {
+  at::ScalarType t = compute_type(ctx, {"x", "alpha", "total"}), wide = cpu_precision(t);
+  Value out = dirichlet_grad(arg_in(ctx, "x", wide), arg_in(ctx, "alpha", wide), arg_in(ctx, "total", wide));
+  return {hlo::convert(out, element_type(t))};
 }
 
 TPU_LOWERING(polygamma) { return {polygamma(ctx.int_arg("n"), unary_in(ctx))}; }

@@ -204,7 +204,7 @@ def test_incomplete_gamma_inplace():
 def test_standard_gamma_grad_matches_cpu_in_each_regime():
     # Gamma.rsample's backward: a series for x < 0.8, Rice's expansion for
     # alpha > 8 (its polynomial form within 10% of alpha), a rational fit
-    # elsewhere. CPU computes in double; float32 here, as CUDA does.
+    # elsewhere. In float64, as CPU (off a TPU).
     g = torch.Generator().manual_seed(0)
     alpha = torch.cat([torch.rand(300, generator=g) * 0.5 + 0.01, torch.rand(300, generator=g) * 8,
                        torch.rand(300, generator=g) * 50 + 8, torch.tensor([9.0, 20.0, 100.0])])
@@ -212,7 +212,7 @@ def test_standard_gamma_grad_matches_cpu_in_each_regime():
     x[-3:] = torch.tensor([9.1, 19.0, 150.0])
     assert (x < 0.8).any() and ((alpha > 8) & (x > 0.9 * alpha) & (x < 1.1 * alpha)).any()
     got = torch._standard_gamma_grad(alpha.to("tpu"), x.to("tpu")).cpu()
-    assert_close(got, torch._standard_gamma_grad(alpha, x), atol=1e-5, rtol=1e-3)
+    assert_close(got, torch._standard_gamma_grad(alpha, x), atol=1e-6, rtol=1e-5)
     a64, x64 = alpha.double(), x.double()
     assert_close(torch._standard_gamma_grad(a64.to("tpu"), x64.to("tpu")).cpu(), torch._standard_gamma_grad(a64, x64),
                  atol=1e-12, rtol=1e-10)
@@ -229,3 +229,38 @@ def test_gamma_rsample_backward():
     # the same samples on CPU: y = standard_gamma(a) / rate, so d y / d a = grad(a, y * rate) / rate
     want = torch._standard_gamma_grad(ac.detach(), y.detach().cpu() * 2.0) / 2.0 * torch.arange(1.0, 5.0)
     assert_close(a.grad.cpu(), want, atol=1e-5, rtol=1e-4)
+
+
+def test_dirichlet_grad_matches_cpu_in_each_regime():
+    # Beta's and Dirichlet's rsample backward: series for x near 0 and near 1,
+    # Rice's expansion when alpha and beta are both over 6 (its polynomial
+    # form within 0.1 sd of the mean), a rational correction elsewhere.
+    g = torch.Generator().manual_seed(0)
+    n = 500
+    alpha = torch.cat([torch.rand(n, generator=g) * 2 + 0.05, torch.rand(n, generator=g) * 20 + 6.5,
+                       torch.rand(n, generator=g) * 5 + 0.5, torch.tensor([15.0])])
+    beta = torch.cat([torch.rand(n, generator=g) * 2 + 0.05, torch.rand(n, generator=g) * 20 + 6.5,
+                      torch.rand(n, generator=g) * 0.5 + 0.05, torch.tensor([15.0])])
+    torch.manual_seed(0)
+    x = torch.distributions.Beta(alpha, beta).sample().clamp(1e-6, 1 - 1e-6)
+    x[-1] = 0.5001  # at the mean: the polynomial form
+    total = alpha + beta
+    boundary = total * x * (1 - x)
+    assert ((x <= 0.5) & (boundary < 2.5)).any() and ((x >= 0.5) & (boundary < 0.75)).any()
+    for dtype, tol in [(torch.float32, dict(atol=1e-6, rtol=1e-4)), (torch.float64, dict(atol=1e-12, rtol=1e-10))]:
+        args = [t.to(dtype) for t in (x, alpha, total)]
+        got = torch._dirichlet_grad(*[t.to("tpu") for t in args]).cpu()
+        assert_close(got, torch._dirichlet_grad(*args), **tol)
+
+
+def test_dirichlet_rsample_backward():
+    from torch.distributions.dirichlet import _Dirichlet_backward
+
+    c = torch.tensor([[0.7, 2.0, 9.0], [8.0, 7.0, 0.2]], device="tpu", requires_grad=True)
+    torch.manual_seed(3)
+    y = torch.distributions.Dirichlet(c).rsample()
+    w = torch.arange(1.0, 7.0).view(2, 3)
+    (y * w.to("tpu")).sum().backward()
+    # CPU's backward of the same sample
+    want = _Dirichlet_backward(y.detach().cpu(), c.detach().cpu(), w)
+    assert_close(c.grad.cpu(), want, atol=1e-6, rtol=1e-5)
