@@ -70,6 +70,10 @@ from . import huggingface  # noqa: E402
 
 huggingface.install()  # accelerate / Transformers choose tpu where their device lists stop short
 
+from . import process_sharing  # noqa: E402
+
+process_sharing.install()  # tpu tensors through multiprocessing queues travel as copies
+
 __all__ = ["tpu", "eager_mode", "get_eager_mode", "mark_step", "fusion_stats", "compile_stats", "mark_dynamic",
            "recompile_log", "jax_op", "export", "estimate", "profiler",
            "cpu_fallback", "cpu_fallback_enabled", "cpu_fallback_stats", "reset_cpu_fallback_stats"]
