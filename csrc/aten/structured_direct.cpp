@@ -81,10 +81,7 @@ int register_structured_direct() {
       // whose in-place checks (self's shape and dtype fixed) no out=
       // overload's meta kernel makes.
       const auto& schema = op.schema();
-      bool wrapped = op.hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional) ||
-                     (exec::is_direct_composite(name) &&
-                      op.hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd));
-      if (schema.is_mutable() || !wrapped || !op.hasKernelForDispatchKey(c10::DispatchKey::Meta) ||
+      if (exec::direct_kind(op) == exec::DirectKind::kNone || !op.hasKernelForDispatchKey(c10::DispatchKey::Meta) ||
           op.hasKernelForDispatchKey(c10::DispatchKey::PrivateUse1) ||
           op.hasKernelForDispatchKey(c10::DispatchKey::PrivateUse3))  // the engine's meta route (op_runner.cpp)
         continue;

@@ -13,8 +13,11 @@ class OpCheck final : public runtime::DeferredCheck {
   explicit OpCheck(const lowering::DeviceCheck& c) : c_(c) { c_.flag = lowering::Value(); }
   [[noreturn]] void raise(int64_t value, bool deferred) const override {
     std::string msg = lowering::check_message(c_, value, deferred);
-    if (c_.linalg_error) TORCH_CHECK_LINALG(false, msg);
-    if (c_.index_error) TORCH_CHECK_INDEX(false, msg);
+    switch (c_.error) {
+      case lowering::CheckError::kLinAlg: TORCH_CHECK_LINALG(false, msg);
+      case lowering::CheckError::kIndex: TORCH_CHECK_INDEX(false, msg);
+      case lowering::CheckError::kRuntime: break;
+    }
     TORCH_CHECK(false, msg);
   }
 

@@ -312,27 +312,11 @@ at::Tensor to_meta(const at::Tensor& t, std::unordered_map<const void*, at::Tens
   return it->second.as_strided(t.sizes(), t.strides(), t.storage_offset());
 }
 
-// Whether `op` is a functional overload that reaches the engine though
-// PyTorch has a CompositeExplicitAutogradNonFunctional wrapper for it: one
-// aten/structured_direct.cpp registered (in-place overloads keep the
-// wrapper, which calls their out= overload).
 // A result's strides for OutputMeta / Resize: the meta tensor's when they
 // are a dense layout other than contiguous, else none (contiguous).
 std::vector<int64_t> dense_strides(const at::Tensor& m) {
   if (m.is_contiguous() || !m.is_non_overlapping_and_dense()) return {};
   return m.strides().vec();
-}
-
-bool structured_direct(const c10::OperatorHandle& op) {
-  return !op.schema().is_mutable() &&
-         op.hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional);
-}
-
-// Whether `op` is the functional overload of one of direct_composites.h's
-// ops (registered to the engine by aten/structured_direct.cpp).
-bool composite_direct(const c10::OperatorHandle& op) {
-  return !op.schema().is_mutable() && is_direct_composite(op.schema().name()) &&
-         op.hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd);
 }
 
 MetaResult run_meta(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args) {
@@ -364,9 +348,10 @@ MetaResult run_meta(const c10::OperatorHandle& op, const std::vector<c10::IValue
     }
   }
   r.args = stack;  // handles: resizes made by the meta kernel show through
-  bool composite = composite_direct(op);
+  DirectKind direct = direct_kind(op);
+  bool composite = direct == DirectKind::kComposite;
   try {
-    if (composite || structured_direct(op)) {
+    if (direct != DirectKind::kNone) {
       // A structured op's functional overload, which the engine takes
       // itself (aten/structured_direct.cpp): its meta is PyTorch's wrapper
       // for backends without a kernel, run on the meta tensors through a

@@ -65,13 +65,18 @@ enum class CheckKind {
   kTargetBounds,   // IndexError "Target 5 is out of bounds." (nll_loss)
   kBagIndex,       // RuntimeError "... takes value 7 which is not in the valid range [0, 5)" (embedding_bag)
 };
+// The Python exception a failed check raises: CPU's type for the op.
+enum class CheckError {
+  kRuntime,  // RuntimeError
+  kIndex,    // IndexError
+  kLinAlg,   // torch.linalg.LinAlgError (a matrix CPU cannot factor or invert)
+};
 struct DeviceCheck {
   Value flag;
   CheckKind kind = CheckKind::kIndexBounds;
   std::string op;            // the ATen op without namespace, e.g. "index_select"
   int64_t dim = 0, size = 0; // the dimension indexed and its size (elements, for take)
-  bool index_error = true;   // Python IndexError (CPU's type for the op), else RuntimeError
-  bool linalg_error = false; // torch.linalg.LinAlgError instead (CPU's type for a singular matrix)
+  CheckError error = CheckError::kIndex;
 };
 
 // The storages an op writes: those of its mutable (in-place, out=)

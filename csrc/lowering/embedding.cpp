@@ -127,7 +127,7 @@ TPU_LOWERING(_embedding_bag) {
   {  // CPU raises for an index outside the table (RuntimeError); rows_at would clamp it.
     Value bad = hlo::binary("or", hlo::compare(idx, hlo::full(b, ElementType::kI64, {n}, 0), "LT"),
                             hlo::compare(idx, hlo::full(b, ElementType::kI64, {n}, static_cast<double>(w.dim(0))), "GE"));
-    add_check(ctx, bad, idx, CheckKind::kBagIndex, 0, w.dim(0), false);
+    add_check(ctx, bad, idx, CheckKind::kBagIndex, 0, w.dim(0), CheckError::kRuntime);
   }
   Value o2b = offset2bag(hlo::slice(offs, {0}, {nb}), n);
   Dims nd{n, D};

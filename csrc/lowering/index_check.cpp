@@ -21,8 +21,8 @@ std::string base_name(const LowerCtx& ctx) {
 // CPU's exception type for an out-of-range index: RuntimeError for the
 // gather/scatter family (their CPU kernels use TORCH_CHECK), IndexError
 // for the rest.
-bool cpu_raises_index_error(const std::string& op) {
-  return op.rfind("gather", 0) != 0 && op.rfind("scatter", 0) != 0;
+CheckError cpu_bounds_error(const std::string& op) {
+  return op.rfind("gather", 0) != 0 && op.rfind("scatter", 0) != 0 ? CheckError::kIndex : CheckError::kRuntime;
 }
 
 // [any(bad), max of the bad indices] as tensor<2xi64>.
@@ -45,13 +45,13 @@ Value make_flag(Value bad, Value idx) {
 // in place of its "{}" (an assert's own message is left as it is).
 constexpr int64_t kMessageDim = -1, kValueMessageDim = -2;
 
-DeviceCheck message_check(Value bad, Value idx, std::string message, bool index_error, bool with_value = false) {
+DeviceCheck message_check(Value bad, Value idx, std::string message, CheckError error, bool with_value = false) {
   DeviceCheck c;
   c.flag = make_flag(bad, idx);
   c.kind = CheckKind::kIndexBounds;  // unused: the dim selects the message
   c.dim = with_value ? kValueMessageDim : kMessageDim;
   c.op = std::move(message);
-  c.index_error = index_error;
+  c.error = error;
   return c;
 }
 
@@ -73,13 +73,13 @@ Value checked_index(LowerCtx& ctx, Value idx, int64_t dim, int64_t size, CheckKi
     // Every index is out of range, whatever its value: raise at the op (the
     // gather from an empty dimension would not even compile).
     std::string op = base_name(ctx);
-    bool index_error = kind == CheckKind::kIndexBounds ? cpu_raises_index_error(op) : true;
+    CheckError error = kind == CheckKind::kIndexBounds ? cpu_bounds_error(op) : CheckError::kIndex;
     std::string msg = op + "(): index is out of bounds for dimension " + std::to_string(dim) + " with size 0";
     if (kind == CheckKind::kIndexInSelf) {  // CPU's type and words for index_select (embedding)
-      index_error = false;
+      error = CheckError::kRuntime;
       msg = op + "(): self indexing axis dim should be positive (dimension " + std::to_string(dim) + " has size 0)";
     }
-    if (index_error) TORCH_CHECK_INDEX(false, msg);
+    if (error == CheckError::kIndex) TORCH_CHECK_INDEX(false, msg);
     TORCH_CHECK(false, msg);
   }
   if (idx.type().numel() > 0) {
@@ -93,13 +93,13 @@ Value checked_index(LowerCtx& ctx, Value idx, int64_t dim, int64_t size, CheckKi
     c.op = base_name(ctx);
     c.dim = dim;
     c.size = size;
-    c.index_error = kind == CheckKind::kIndexBounds ? cpu_raises_index_error(c.op) : true;
+    c.error = kind == CheckKind::kIndexBounds ? cpu_bounds_error(c.op) : CheckError::kIndex;
     ctx.add_check(std::move(c));
   }
   return wrapped;
 }
 
-void add_check(LowerCtx& ctx, Value bad, Value idx, CheckKind kind, int64_t dim, int64_t size, bool index_error) {
+void add_check(LowerCtx& ctx, Value bad, Value idx, CheckKind kind, int64_t dim, int64_t size, CheckError error) {
   if (idx.type().numel() == 0) return;
   DeviceCheck c;
   c.flag = make_flag(bad, hlo::convert(idx, ElementType::kI64));
@@ -107,21 +107,14 @@ void add_check(LowerCtx& ctx, Value bad, Value idx, CheckKind kind, int64_t dim,
   c.op = base_name(ctx);
   c.dim = dim;
   c.size = size;
-  c.index_error = index_error;
+  c.error = error;
   ctx.add_check(std::move(c));
 }
 
-void check_data(LowerCtx& ctx, Value bad, std::string message, Value idx, bool index_error) {
+void check_data(LowerCtx& ctx, Value bad, std::string message, Value idx, CheckError error) {
   if (bad.type().numel() == 0) return;
   Value v = idx.valid() ? hlo::convert(idx, ElementType::kI64) : hlo::full(bad.builder(), ElementType::kI64, bad.dims(), 0);
-  ctx.add_check(message_check(bad, v, std::move(message), index_error, idx.valid()));
-}
-
-void check_linalg(LowerCtx& ctx, Value bad, std::string message, Value idx) {
-  if (bad.type().numel() == 0) return;
-  DeviceCheck c = message_check(bad, hlo::convert(idx, ElementType::kI64), std::move(message), false, true);
-  c.linalg_error = true;
-  ctx.add_check(std::move(c));
+  ctx.add_check(message_check(bad, v, std::move(message), error, idx.valid()));
 }
 
 void check_nonzero(LowerCtx& ctx, Value d) {
@@ -133,7 +126,7 @@ void check_nonzero(LowerCtx& ctx, Value d) {
   c.flag = make_flag(bad, hlo::convert(d, ElementType::kI64));
   c.kind = CheckKind::kZeroDivision;
   c.op = base_name(ctx);
-  c.index_error = false;
+  c.error = CheckError::kRuntime;
   ctx.add_check(std::move(c));
 }
 
@@ -192,7 +185,7 @@ TPU_LOWERING(_assert_async) {
     msg = "Expected Tensor with single nonzero value, but got zero";
   else if (msg.empty())
     msg = "Assertion is failed";
-  ctx.add_check(message_check(bad, hlo::full(cond.builder(), ElementType::kI64, cond.dims(), 0), msg, false));
+  ctx.add_check(message_check(bad, hlo::full(cond.builder(), ElementType::kI64, cond.dims(), 0), msg, CheckError::kRuntime));
   if (ctx.has("dep_token")) return {ctx.tensor("dep_token")};
   return {};
 }

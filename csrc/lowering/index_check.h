@@ -24,19 +24,16 @@ Value checked_index(LowerCtx& ctx, Value idx, int64_t dim, int64_t size, CheckKi
 
 // Records a check that no element of `bad` (i1, any shape) is set; `idx`
 // (same shape, integer) gives the message its offending value.
-void add_check(LowerCtx& ctx, Value bad, Value idx, CheckKind kind, int64_t dim, int64_t size, bool index_error);
+void add_check(LowerCtx& ctx, Value bad, Value idx, CheckKind kind, int64_t dim, int64_t size, CheckError error);
 
 // Records a check on an op's data that CPU makes on the host before it
 // computes (multinomial's weights, bernoulli's p, max_unpool's indices):
-// no element of `bad` (i1, any shape) may be set, else a RuntimeError
-// `message` (IndexError with `index_error`) at the next synchronisation.
-// A "{}" in `message` is replaced by the largest offending value of `idx`
-// (same shape as `bad`, integer), when `idx` is given.
-void check_data(LowerCtx& ctx, Value bad, std::string message, Value idx = Value(), bool index_error = false);
-
-// check_data raising torch.linalg.LinAlgError, CPU's type for a matrix it
-// cannot factor or invert.
-void check_linalg(LowerCtx& ctx, Value bad, std::string message, Value idx);
+// no element of `bad` (i1, any shape) may be set, else `message`, raised
+// as `error` at the next synchronisation. A "{}" in `message` is replaced
+// by the largest offending value of `idx` (same shape as `bad`, integer),
+// when `idx` is given.
+void check_data(LowerCtx& ctx, Value bad, std::string message, Value idx = Value(),
+                CheckError error = CheckError::kRuntime);
 
 // Records that the integer divisor `d` must have no zero element (CPU's
 // "ZeroDivisionError"). No-op for floating and complex divisors.

@@ -236,10 +236,10 @@ void check_zero_diagonal(LowerCtx& ctx, Value F) {
   Value zero = hlo::compare(d, hlo::zeros_like(d), "EQ");
   Value pos = hlo::add(iota_i(b, d.dims(), 1), bc(ci(b, 1), d.dims()));  // 1-based, as LAPACK's info
   Value first = hlo::reduce(hlo::select(zero, pos, bc(ci(b, n + 1), d.dims())), {1}, hlo::ReduceKind::kMin);
-  check_linalg(ctx, hlo::compare(first, bc(ci(b, n), first.dims()), "LE"),
+  check_data(ctx, hlo::compare(first, bc(ci(b, n), first.dims()), "LE"),
              "cholesky_inverse: The diagonal element {} is zero, the inversion could not be completed because the "
              "input matrix is singular.",
-             first);
+             first, CheckError::kLinAlg);
 }
 }  // namespace
 

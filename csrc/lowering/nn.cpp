@@ -254,7 +254,7 @@ NllParts nll_parts(LowerCtx& ctx) {
     int64_t classes = p.x.dim(p.cdim);
     Value out = hlo::binary("or", hlo::compare(t, hlo::full(b, ElementType::kI64, tdims, 0), "LT"),
                             hlo::compare(t, hlo::full(b, ElementType::kI64, tdims, static_cast<double>(classes)), "GE"));
-    add_check(ctx, hlo::binary("and", p.valid, out), t, CheckKind::kTargetBounds, p.cdim, classes, true);
+    add_check(ctx, hlo::binary("and", p.valid, out), t, CheckKind::kTargetBounds, p.cdim, classes, CheckError::kIndex);
   }
   Value w;
   if (ctx.is_tensor("weight")) {

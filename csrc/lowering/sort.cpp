@@ -377,7 +377,7 @@ TPU_LOWERING(searchsorted) {
       Value s64 = hlo::convert(sorter, ElementType::kI64);
       Value bad = hlo::binary("or", hlo::compare(s64, hlo::zeros_like(s64), "LT"),
                               hlo::compare(s64, hlo::full_like(s64, static_cast<double>(m)), "GE"));
-      add_check(ctx, bad, s64, CheckKind::kIndexBounds, seq.rank() - 1, m, false);
+      add_check(ctx, bad, s64, CheckKind::kIndexBounds, seq.rank() - 1, m, CheckError::kRuntime);
     }
   }
   return {search(ctx.b(), seq, vals, right, sorter)};

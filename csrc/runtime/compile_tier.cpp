@@ -96,6 +96,15 @@ bool is_small_program(const std::string& text) {
   return true;
 }
 
+CompileTier compile_tier(const std::string& text, bool cpu) {
+  if (!cpu) return CompileTier::kOptimised;
+  // A small text is never compiled quick: it compiles in tens of ms at any
+  // level, and its rebuild would cost more than the quick build saves.
+  if (quick_compile_active() && text.size() >= kQuickMinTextBytes) return CompileTier::kQuick;
+  if (small_program_options_enabled() && is_small_program(text)) return CompileTier::kSmall;
+  return CompileTier::kOptimised;
+}
+
 std::string set_quick_compile_options(const std::string& text) {
   std::vector<QuickCompileOption> parsed;
   size_t start = 0;

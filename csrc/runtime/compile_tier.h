@@ -80,6 +80,18 @@ std::vector<QuickCompileOption> small_program_options();
 // As "name=value;...", part of a small program's persistent-cache key.
 std::string small_program_options_text();
 
+// The options a program is compiled with. Decided once, by the caller of
+// the compile (XlaRuntime::compile), from the text alone.
+enum class CompileTier {
+  kOptimised,  // XLA's defaults
+  kQuick,      // quick_compile_options(); rebuilt optimised at its kQuickRunsBeforeRebuild-th run
+  kSmall,      // small_program_options(); never rebuilt
+};
+// A single-device program's tier: quick while quick compiles are active
+// and the text has at least kQuickMinTextBytes, small for a small program,
+// else optimised. Both shortcuts exist on XLA:CPU only (`cpu`).
+CompileTier compile_tier(const std::string& text, bool cpu);
+
 struct QuickCompileStats {
   int64_t quick_compiles = 0;   // programs compiled quick
   int64_t rebuilds = 0;         // of which rebuilt at the normal level

@@ -420,15 +420,11 @@ class XlaRuntime final : public Runtime {
     try {
       py::object dl = device_list_cls_(py::make_tuple(devices_[device]));
       py::object options = compile_options(device);
-      // Quick (compile_tier.h) only where its options exist (XLA:CPU), and
-      // for programs large enough to gain: a small one (a zeros buffer, the
-      // deferred-check flags) compiles in tens of ms at any level, and its
-      // rebuild would cost more than the quick build saves.
-      bool quick = quick_compile_active() && info_.platform == "cpu" && text.size() >= kQuickMinTextBytes;
-      py::object loaded = load_or_compile(text, dl, options, device, "", what, &quick);
+      CompileTier tier = compile_tier(text, info_.platform == "cpu");
+      py::object loaded = load_or_compile(text, dl, options, device, "", what, &tier);
       auto exe = std::make_shared<JaxExecutable>(loaded, device, parse_result_types(text));
       add_fast_path(*exe, loaded, device);
-      if (quick) exe->set_quick(text, what);
+      if (tier == CompileTier::kQuick) exe->set_quick(text, what);
       return exe;
     } catch (py::error_already_set& e) {
       TORCH_CHECK(false, "torch_tpu: XLA could not compile the program for ", what, ": ", e.what(),
@@ -606,19 +602,19 @@ class XlaRuntime final : public Runtime {
   // is the device's key inputs, with `assignment` (global device ids) as the
   // device assignment when the program spans several devices.
   //
-  // `quick` (compile_tier.h), when given and true, asks for a quick
-  // compile (quick_compile_options()); an optimised build already on disk
-  // is taken instead, and *quick says which one came back. Quick builds are cached
-  // on disk under their own key. `rebuild`: the optimised build of a quick
-  // one, counted in quick_compile_stats() rather than compile_count().
+  // `tier` (compile_tier.h), when given, asks for that tier's options and
+  // says on return which build came back: a quick one is replaced by an
+  // optimised build already on disk, and a tier XLA refuses falls back to
+  // optimised. Quick and small builds are cached on disk under their own
+  // keys. `rebuild`: the optimised build of a quick one, counted in
+  // quick_compile_stats() rather than compile_count().
   py::object load_or_compile(const std::string& text, const py::object& dl, const py::object& options, int device,
-                             const std::string& assignment, const std::string& what, bool* quick = nullptr,
+                             const std::string& assignment, const std::string& what, CompileTier* tier = nullptr,
                              bool rebuild = false) {
-    bool want_quick = quick != nullptr && *quick;
-    // A small program (compile_tier.h) always builds with its own options,
-    // and is cached under their key.
-    bool small = !want_quick && !rebuild && assignment.empty() && info_.platform == "cpu" &&
-                 small_program_options_enabled() && is_small_program(text);
+    CompileTier none = CompileTier::kOptimised;
+    if (tier == nullptr) tier = &none;
+    bool want_quick = *tier == CompileTier::kQuick;
+    bool small = *tier == CompileTier::kSmall;
     auto& disk = cache::DiskCache::instance();
     std::string key, plain_key;
     if (disk.enabled()) {
@@ -631,7 +627,7 @@ class XlaRuntime final : public Runtime {
       }
       if (py::object exe = load_cached(disk, key, dl, options); !exe.is_none()) {
         if (log_recompiles()) log_load(text, what);
-        if (quick) *quick = false;
+        if (want_quick) *tier = CompileTier::kOptimised;
         return exe;
       }
       if (want_quick) {
@@ -670,7 +666,7 @@ class XlaRuntime final : public Runtime {
       // shortcut: compile with the defaults, as an ordinary program.
       options.attr("env_option_overrides") = base_overrides;
       want_quick = small = false;
-      if (quick) *quick = false;
+      *tier = CompileTier::kOptimised;
       key = plain_key;
       exe = backend_.attr("compile_and_load")(py::bytes(text), dl, options);
     }
