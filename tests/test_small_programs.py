@@ -1,9 +1,11 @@
 """Small programs (runtime/compile_tier.h): on XLA:CPU a program under 8 KiB
 of StableHLO whose every tensor has at most 16,384 elements is compiled with
-XLA:CPU's elemental emitters (about half the compile time), never rebuilt;
-larger programs keep XLA's defaults. Results are checked against CPU like
-every op's; here: which programs count as small, that the rule applies and
-can be turned off, and that such programs give CPU's values."""
+XLA:CPU's elemental emitters (about half the compile time), and a tiny one
+(at most 256 elements a tensor) also at LLVM -O0; never rebuilt; larger
+programs keep XLA's defaults. Results are checked against CPU like every
+op's; here: which programs count as small or tiny, that the rule applies
+and can be turned off, and that such programs give CPU's values, the same
+bits on every call."""
 
 import os
 import subprocess
@@ -41,6 +43,17 @@ def test_which_programs_are_small(types, small):
     assert _C._is_small_program(_module(*types)) is small
 
 
+@pytest.mark.parametrize("types, tiny", [
+    (["f32"], True),
+    (["16x16xf32", "i64"], True),            # 256 elements: the bound
+    (["257xf32"], False),                    # small, not tiny
+    (["4x4xf32", "300xi32"], False),         # any tensor over the bound
+    (["4x?xf32"], False),
+])
+def test_which_programs_are_tiny(types, tiny):
+    assert _C._is_tiny_program(_module(*types)) is tiny
+
+
 def test_long_texts_are_not_small():
     text = _module("4xf32") + "\n" + "// padding\n" * 1000  # over 8 KiB
     assert not _C._is_small_program(text)
@@ -48,6 +61,10 @@ def test_long_texts_are_not_small():
 
 def _small_compiles():
     return torch_tpu.compile_stats()["small_compiles"]
+
+
+def _tiny_compiles():
+    return torch_tpu.compile_stats()["tiny_compiles"]
 
 
 @on_cpu_only
@@ -62,6 +79,27 @@ def test_small_ops_compile_small_and_match_cpu():
     before = _small_compiles()
     assert_close(torch.tanh(big.to("tpu")).cpu(), torch.tanh(big))
     assert _small_compiles() == before
+
+
+@on_cpu_only
+def test_tiny_ops_compile_at_O0_match_cpu_and_keep_their_bits():
+    # Shapes no other test uses, so each op compiles here; transcendentals,
+    # whose last bits are what -O0 can change.
+    x = torch.randn(3, 5, 11) * 3
+    xt = x.to("tpu")
+    fns = (torch.tanh, torch.exp, torch.erf, lambda v: v.sin().sum(-1))
+    before, small_before = _tiny_compiles(), _small_compiles()
+    # Each result read at once, so that in Fused Eager too each op (or two)
+    # is a program of its own.
+    outs = [[f(xt).cpu() for f in fns] for _ in range(5)]
+    assert _tiny_compiles() > before
+    assert _small_compiles() - small_before >= _tiny_compiles() - before  # tiny ones count as small too
+    for got, f in zip(outs[0], fns):
+        assert_close(got, f(x))
+    # Never rebuilt: the fifth call gives the first call's bits.
+    for later in outs[1:]:
+        for a, b in zip(outs[0], later):
+            assert torch.equal(a, b)
 
 
 @on_cpu_only
@@ -81,7 +119,8 @@ x = torch.arange(60, dtype=torch.float32).reshape(6, 10) / 7
 y = (x.to("tpu").exp().sum(0) * 3).cpu()
 ref = x.exp().sum(0) * 3
 assert torch.allclose(y, ref, rtol=1e-6), (y, ref)
-print("SMALL", torch_tpu.compile_stats()["small_compiles"], torch_tpu.compile_stats()["xla_compiles"])
+s = torch_tpu.compile_stats()
+print("SMALL", s["small_compiles"], s["tiny_compiles"], s["xla_compiles"])
 """
 
 
@@ -93,6 +132,7 @@ def test_env_turns_it_off(setting, tmp_path):
     env.pop("TPU_DEFER_AND_FUSE", None)
     r = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, env=env, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
-    small, compiles = map(int, r.stdout.split("SMALL")[1].split())
+    small, tiny, compiles = map(int, r.stdout.split("SMALL")[1].split())
     assert compiles > 0
     assert small == (compiles if setting == "1" else 0)
+    assert tiny == small  # every tensor of the script has at most 60 elements

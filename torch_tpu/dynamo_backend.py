@@ -262,7 +262,8 @@ def compile_stats() -> dict:
     runtime/compile_tier.h / those of them rebuilt optimised at their third
     run; rebuilds are not in `xla_compiles`), `small_compiles` (XLA
     compiles of small programs, on XLA:CPU built with the elemental
-    emitters: compile_tier.h), `replays` (graph calls served by a
+    emitters: compile_tier.h) and `tiny_compiles` (those of them also
+    built at LLVM -O0), `replays` (graph calls served by a
     replay of a captured fused program, no per-op dispatch), `captures`
     (replays recorded) and `replay_refused` (captures that could not be
     replayed). A graph called again with the same shapes adds to
@@ -283,7 +284,7 @@ def compile_stats() -> dict:
                fused_cache_hits=fusion["cache_hits"], **replay_stats())
     quick = _C._quick_compile_stats()
     out.update(quick_compiles=quick["quick_compiles"], quick_rebuilds=quick["quick_rebuilds"],
-               small_compiles=quick["small_compiles"])
+               small_compiles=quick["small_compiles"], tiny_compiles=quick["tiny_compiles"])
     rec = _C._recompile_stats()
     out.update({k: rec[k] for k in ("recompiles", "graph_recompiles", "fused_recompiles", "op_recompiles")})
     return out

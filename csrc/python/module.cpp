@@ -95,8 +95,12 @@ PYBIND11_MODULE(_C, m) {
   // Their XLA options, "name=value;..." (the setter returns the previous).
   m.def("_quick_compile_options", [] { return runtime::quick_compile_options_text(); });
   m.def("_set_quick_compile_options", [](const std::string& text) { return runtime::set_quick_compile_options(text); });
-  // Whether a StableHLO text is a small program (compile_tier.h).
+  // Whether a StableHLO text is a small program, a tiny one (compile_tier.h).
   m.def("_is_small_program", [](const std::string& text) { return runtime::is_small_program(text); });
+  m.def("_is_tiny_program", [](const std::string& text) {
+    return runtime::is_small_program(text) &&
+           runtime::largest_tensor_elements(text) <= runtime::kTinyProgramMaxElements;
+  });
   m.def("_quick_compile_stats", [] {
     auto s = runtime::quick_compile_stats();
     py::dict d;
@@ -104,6 +108,7 @@ PYBIND11_MODULE(_C, m) {
     d["quick_rebuilds"] = s.rebuilds;
     d["quick_rebuild_seconds"] = s.rebuild_seconds;
     d["small_compiles"] = s.small_compiles;
+    d["tiny_compiles"] = s.tiny_compiles;
     return d;
   });
   m.def("_host_fills", [] { return exec::host_fill_count(); });

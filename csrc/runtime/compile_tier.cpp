@@ -64,17 +64,29 @@ bool small_program_options_enabled() {
   return on;
 }
 
-std::vector<QuickCompileOption> small_program_options() {
-  return {{"xla_cpu_use_fusion_emitters", 0, true}, {"xla_cpu_parallel_codegen_split_count", 1, false}};
+std::vector<QuickCompileOption> tier_options(CompileTier tier) {
+  switch (tier) {
+    case CompileTier::kOptimised: return {};
+    case CompileTier::kQuick: return quick_compile_options();
+    case CompileTier::kSmall:
+      return {{"xla_cpu_use_fusion_emitters", 0, true}, {"xla_cpu_parallel_codegen_split_count", 1, false}};
+    case CompileTier::kTiny: {
+      auto options = tier_options(CompileTier::kSmall);
+      options.push_back({"xla_backend_optimization_level", 0, false});
+      return options;
+    }
+  }
+  return {};
 }
 
-std::string small_program_options_text() { return options_text(small_program_options()); }
+std::string tier_options_text(CompileTier tier) { return options_text(tier_options(tier)); }
 
 // Every `tensor<AxBx...xT>` type in the text (parameters, results and
-// every intermediate) has at most kSmallProgramMaxElements elements.
-bool is_small_program(const std::string& text) {
-  if (text.size() >= kQuickMinTextBytes) return false;
+// every intermediate) counts.
+int64_t largest_tensor_elements(const std::string& text) {
+  constexpr int64_t kOver = kSmallProgramMaxElements + 1;
   static const std::string kTensor = "tensor<";
+  int64_t largest = 1;
   for (size_t at = text.find(kTensor); at != std::string::npos; at = text.find(kTensor, at)) {
     at += kTensor.size();
     int64_t elements = 1;
@@ -83,17 +95,22 @@ bool is_small_program(const std::string& text) {
       size_t end = at;
       int64_t dim = 0;
       while (end < text.size() && std::isdigit(static_cast<unsigned char>(text[end]))) {
-        dim = std::min<int64_t>(dim * 10 + (text[end] - '0'), kSmallProgramMaxElements + 1);
+        dim = std::min<int64_t>(dim * 10 + (text[end] - '0'), kOver);
         ++end;
       }
       if (end >= text.size() || text[end] != 'x') break;  // digits of a type name (i64): done
-      elements = std::min<int64_t>(elements * dim, kSmallProgramMaxElements + 1);
+      elements = std::min<int64_t>(elements * dim, kOver);
       at = end + 1;
     }
-    if (at < text.size() && text[at] == '?') return false;  // dynamic dimension: size unknown
-    if (elements > kSmallProgramMaxElements) return false;
+    if (at < text.size() && text[at] == '?') return kOver;  // dynamic dimension: size unknown
+    largest = std::max(largest, elements);
+    if (largest >= kOver) return kOver;
   }
-  return true;
+  return largest;
+}
+
+bool is_small_program(const std::string& text) {
+  return text.size() < kQuickMinTextBytes && largest_tensor_elements(text) <= kSmallProgramMaxElements;
 }
 
 CompileTier compile_tier(const std::string& text, bool cpu) {
@@ -101,7 +118,10 @@ CompileTier compile_tier(const std::string& text, bool cpu) {
   // A small text is never compiled quick: it compiles in tens of ms at any
   // level, and its rebuild would cost more than the quick build saves.
   if (quick_compile_active() && text.size() >= kQuickMinTextBytes) return CompileTier::kQuick;
-  if (small_program_options_enabled() && is_small_program(text)) return CompileTier::kSmall;
+  if (!small_program_options_enabled() || text.size() >= kQuickMinTextBytes) return CompileTier::kOptimised;
+  int64_t largest = largest_tensor_elements(text);
+  if (largest <= kTinyProgramMaxElements) return CompileTier::kTiny;
+  if (largest <= kSmallProgramMaxElements) return CompileTier::kSmall;
   return CompileTier::kOptimised;
 }
 
@@ -144,9 +164,10 @@ void note_quick_compile() {
   ++g_stats.quick_compiles;
 }
 
-void note_small_compile() {
+void note_small_compile(bool tiny) {
   std::lock_guard<std::mutex> lock(g_mu);
   ++g_stats.small_compiles;
+  if (tiny) ++g_stats.tiny_compiles;
 }
 
 void note_rebuild(double seconds) {

@@ -52,6 +52,19 @@ std::string quick_compile_options_text();
 // previous text. A malformed text raises and changes nothing.
 std::string set_quick_compile_options(const std::string& text);
 
+// The options a program is compiled with. Decided once, by the caller of
+// the compile (XlaRuntime::compile), from the text alone.
+enum class CompileTier {
+  kOptimised,  // XLA's defaults
+  kQuick,      // quick_compile_options(); rebuilt optimised at its kQuickRunsBeforeRebuild-th run
+  kSmall,      // the small-program options below; never rebuilt
+  kTiny,       // kSmall's at LLVM -O0; never rebuilt
+};
+// A single-device program's tier: quick while quick compiles are active
+// and the text has at least kQuickMinTextBytes, tiny or small for a tiny or
+// small program, else optimised. Both shortcuts exist on XLA:CPU only (`cpu`).
+CompileTier compile_tier(const std::string& text, bool cpu);
+
 // A quick program is rebuilt at its this-many-th run.
 constexpr int kQuickRunsBeforeRebuild = 3;
 // Smaller StableHLO texts are never compiled quick (they may be small
@@ -62,8 +75,8 @@ constexpr size_t kQuickMinTextBytes = 8192;
 // kQuickMinTextBytes and whose every tensor has at most
 // kSmallProgramMaxElements elements (a Strict Eager op on small tensors, a
 // growing generate's cat, a conv weight's init) is always compiled with
-// small_program_options(): XLA:CPU's elemental IR emitters and one LLVM
-// module, at the normal LLVM level. Measured on the 2,266 programs of
+// XLA:CPU's elemental IR emitters and one LLVM module
+// (tier_options(kSmall)), at the normal LLVM level. Measured on the 2,266 programs of
 // tests/test_opinfo_slice.py, one XLA compile each: 150 s -> 73 s of
 // compile (median program 23 -> 16 ms; rng_bit_generator programs of
 // conv-weight shapes 1.1-1.4 s -> 50 ms), runtimes within noise up to
@@ -76,31 +89,43 @@ constexpr size_t kQuickMinTextBytes = 8192;
 constexpr int64_t kSmallProgramMaxElements = 16384;
 bool is_small_program(const std::string& text);
 bool small_program_options_enabled();
-std::vector<QuickCompileOption> small_program_options();
-// As "name=value;...", part of a small program's persistent-cache key.
-std::string small_program_options_text();
+// The elements of the text's largest tensor type, capped at
+// kSmallProgramMaxElements + 1 (also for a dynamic dimension).
+int64_t largest_tensor_elements(const std::string& text);
 
-// The options a program is compiled with. Decided once, by the caller of
-// the compile (XlaRuntime::compile), from the text alone.
-enum class CompileTier {
-  kOptimised,  // XLA's defaults
-  kQuick,      // quick_compile_options(); rebuilt optimised at its kQuickRunsBeforeRebuild-th run
-  kSmall,      // small_program_options(); never rebuilt
-};
-// A single-device program's tier: quick while quick compiles are active
-// and the text has at least kQuickMinTextBytes, small for a small program,
-// else optimised. Both shortcuts exist on XLA:CPU only (`cpu`).
-CompileTier compile_tier(const std::string& text, bool cpu);
+// Tiny programs: small programs whose every tensor has at most
+// kTinyProgramMaxElements elements (an op on a few hundred values: a
+// generate step's attention row, a token id's comparisons, most test
+// inputs) are also built at LLVM -O0 (xla_backend_optimization_level=0),
+// which compiles them in about half the time: a small Llama's 64-token
+// Strict Eager generate compiles 801 small programs, 15.6 s at the small
+// options; the 385 of them with at most 256 elements take 7.7 s of that,
+// 4.2 s at -O0 (a softmax row 43 -> 17 ms). Unvectorised code costs a
+// little at run time, growing with the size: exp, log or tanh of 256
+// floats 1-2 us more a call, of 1,024 floats 3-5 us (eager_overhead.py's
+// chain of ten ops on 1,000 floats: 148 -> 176-191 us with a bound of
+// 1,024), of 16,384 floats exp 127 us instead of 13; an add nothing
+// measurable. Hence this bound. Values differ from the optimised build's
+// only by the rounding of contracted multiply-adds (tanh: the last bit of
+// a third of the elements, as accurate); like every small program never
+// rebuilt, so an op gives the same bits on every call.
+constexpr int64_t kTinyProgramMaxElements = 256;
+
+// The XLA:CPU options of a tier (none for kOptimised), and the same as
+// "name=value;...", part of the program's persistent-cache key.
+std::vector<QuickCompileOption> tier_options(CompileTier tier);
+std::string tier_options_text(CompileTier tier);
 
 struct QuickCompileStats {
   int64_t quick_compiles = 0;   // programs compiled quick
   int64_t rebuilds = 0;         // of which rebuilt at the normal level
   double rebuild_seconds = 0;   // time those rebuilds took
-  int64_t small_compiles = 0;   // programs compiled with small_program_options()
+  int64_t small_compiles = 0;   // programs compiled as small ones (tiny ones included)
+  int64_t tiny_compiles = 0;    // of which as tiny ones
 };
 QuickCompileStats quick_compile_stats();
 void note_quick_compile();
 void note_rebuild(double seconds);
-void note_small_compile();
+void note_small_compile(bool tiny);
 
 }  // namespace torch_tpu::runtime

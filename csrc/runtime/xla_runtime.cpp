@@ -614,7 +614,7 @@ class XlaRuntime final : public Runtime {
     CompileTier none = CompileTier::kOptimised;
     if (tier == nullptr) tier = &none;
     bool want_quick = *tier == CompileTier::kQuick;
-    bool small = *tier == CompileTier::kSmall;
+    bool small = *tier == CompileTier::kSmall || *tier == CompileTier::kTiny;
     auto& disk = cache::DiskCache::instance();
     std::string key, plain_key;
     if (disk.enabled()) {
@@ -622,7 +622,7 @@ class XlaRuntime final : public Runtime {
       if (!assignment.empty()) in["device_assignment"] = assignment;
       key = plain_key = cache::make_key(text, in);
       if (small) {
-        in["small_program_options"] = small_program_options_text();
+        in["small_program_options"] = tier_options_text(*tier);
         key = cache::make_key(text, in);
       }
       if (py::object exe = load_cached(disk, key, dl, options); !exe.is_none()) {
@@ -646,7 +646,7 @@ class XlaRuntime final : public Runtime {
     if (want_quick || small) {
       py::list overrides;
       for (auto item : base_overrides) overrides.append(item);
-      for (const auto& option : want_quick ? quick_compile_options() : small_program_options()) {
+      for (const auto& option : tier_options(*tier)) {
         if (option.boolean)
           overrides.append(py::make_tuple(option.name, py::bool_(option.value != 0)));
         else
@@ -680,7 +680,7 @@ class XlaRuntime final : public Runtime {
       compile_seconds_ += seconds;
       ++compiles_;
       if (want_quick) note_quick_compile();
-      if (small) note_small_compile();
+      if (small) note_small_compile(*tier == CompileTier::kTiny);
       if (log_recompiles()) log_compile(text, what, seconds);
     }
     if (disk.enabled()) store_cached(disk, key, exe);
