@@ -188,3 +188,37 @@ def test_tpu_in_a_forked_child_raises_instead_of_hanging():
         raise
     assert p.returncode == 0, err[-2000:]
     assert "child 0 False" in out and "parent 2.0" in out, out
+
+
+_FORK_WARNINGS = """
+import os, torch, torch_tpu
+torch.ones(2, device="tpu").sum().item()  # the runtime (and jax's fork warning) starts
+ds = torch.utils.data.TensorDataset(torch.arange(8.0))
+batches = [b for (b,) in torch.utils.data.DataLoader(ds, batch_size=4, num_workers=2)]
+assert [b.tolist() for b in batches] == [[0.0, 1.0, 2.0, 3.0], [4.0, 5.0, 6.0, 7.0]]
+print("loader done", flush=True)
+pid = os.fork()  # user code's own fork: jax's warning stays
+if pid == 0:
+    os._exit(0)
+os.waitpid(pid, 0)
+print("forked", flush=True)
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_dataloader_workers_fork_without_jax_deadlock_warning():
+    # Forked DataLoader workers are safe (the test above): jax's generic
+    # "will likely lead to a deadlock" warning printed for each one.
+    p = subprocess.Popen([sys.executable, "-c", _FORK_WARNINGS], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, 9)
+        p.communicate()
+        raise
+    assert p.returncode == 0, err[-2000:]
+    assert "loader done" in out and "forked" in out, out
+    warned = [line for line in err.splitlines() if "os.fork() was called" in line]
+    assert len(warned) == 1, err[-2000:]  # the direct os.fork() only
+    assert "popen_fork" not in err, err[-2000:]

@@ -294,10 +294,26 @@ const char* numpy_dtype_name(hlo::ElementType e) {
 // can label its outputs without asking jax.
 std::vector<hlo::TensorType> parse_result_types(const std::string& text);
 
+// jax warns "os.fork() was called ... will likely lead to a deadlock" at
+// every fork once its backend runs: every DataLoader worker (fork is
+// Linux's default start method) printed it. The runtime already makes
+// that fork safe for torch_tpu: its child handler (get() below) turns
+// device use in the child into CUDA's "forked subprocess" error, and CPU
+// work there is unaffected. So the warning is silenced for forks made by
+// `multiprocessing` (DataLoader, mp.Process); a direct os.fork() in user
+// code, whose child may call jax itself, keeps it.
+void quiet_multiprocessing_fork_warning() {
+  py::module_::import("warnings")
+      .attr("filterwarnings")("ignore", py::arg("message") = R"(os\.fork\(\) was called)",
+                              py::arg("category") = py::module_::import("builtins").attr("RuntimeWarning"),
+                              py::arg("module") = R"(multiprocessing\.popen_fork)");
+}
+
 class XlaRuntime final : public Runtime {
  public:
   XlaRuntime() {
     py::gil_scoped_acquire gil;
+    quiet_multiprocessing_fork_warning();
     py::module_ jax = py::module_::import("jax");
     auto config = jax.attr("config");
     // int64 and float64 must survive: torch's default integer is int64.
