@@ -671,14 +671,14 @@ TPU_LOWERING(_safe_softmax) {
   Value x = hlo::convert(in, acc_type(oe));
   if (x.rank() == 0) x = hlo::reshape(x, {1});
   int64_t dim = c10::maybe_wrap_dim(ctx.int_arg("dim"), static_cast<int64_t>(orig.size()));
-  Value m = hlo::compare(x, full_as(x, -INFINITY), "EQ");
   Dims keep;
   for (int64_t i = 0; i < x.rank(); ++i)
     if (i != dim) keep.push_back(i);
-  Value all = hlo::broadcast_in_dim(hlo::reduce(m, {dim}, hlo::ReduceKind::kAnd), x.dims(), keep);
   // Plain softmax (nan propagates as on CPU), zeroed where the whole slice
-  // is -inf.
+  // is -inf: where its max is -inf (a nan makes the max nan, as it makes
+  // "all -inf" false), so no reduction of its own.
   Value mx = hlo::broadcast_in_dim(hlo::reduce(x, {dim}, hlo::ReduceKind::kMax), x.dims(), keep);
+  Value all = hlo::compare(mx, full_as(mx, -INFINITY), "EQ");
   Value e = hlo::unary("exponential", hlo::sub(x, mx));
   Value y = hlo::div(e, hlo::broadcast_in_dim(hlo::reduce(e, {dim}, hlo::ReduceKind::kSum), x.dims(), keep));
   y = hlo::select(all, full_as(y, 0.0), y);

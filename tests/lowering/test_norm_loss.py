@@ -242,6 +242,16 @@ def test_safe_softmax():
     check(lambda x: torch.ops.aten._safe_softmax(x, -1), x)
     check(lambda x: torch.ops.aten._safe_softmax(x, 0), x)
     check(lambda x: torch.ops.aten._safe_softmax(x, 1, dtype=torch.float32), x.bfloat16())
+    # The rule finds all-(-inf) slices by their max: a nan among -inf values
+    # (max nan) still gives nan, as on CPU; an empty slice gives an empty result.
+    y = make((3, 5))
+    y[0] = float("-inf")
+    y[0, 2] = float("nan")
+    y[1, 0] = float("nan")
+    y[2, :4] = float("-inf")
+    check(lambda x: torch.ops.aten._safe_softmax(x, -1), y)
+    check(lambda x: torch.ops.aten._safe_softmax(x, -1), make((2, 0)))
+    check(lambda x: torch.ops.aten._safe_softmax(x, 0), make((0, 3)))
 
 
 def test_masked_softmax():
