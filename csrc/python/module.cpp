@@ -97,10 +97,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("_set_quick_compile_options", [](const std::string& text) { return runtime::set_quick_compile_options(text); });
   // Whether a StableHLO text is a small program, a tiny one (compile_tier.h).
   m.def("_is_small_program", [](const std::string& text) { return runtime::is_small_program(text); });
-  m.def("_is_tiny_program", [](const std::string& text) {
-    return runtime::is_small_program(text) &&
-           runtime::largest_tensor_elements(text) <= runtime::kTinyProgramMaxElements;
-  });
+  m.def("_is_tiny_program", [](const std::string& text) { return runtime::size_tier(text) == runtime::CompileTier::kTiny; });
   m.def("_quick_compile_stats", [] {
     auto s = runtime::quick_compile_stats();
     py::dict d;

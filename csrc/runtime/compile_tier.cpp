@@ -81,8 +81,12 @@ std::vector<QuickCompileOption> tier_options(CompileTier tier) {
 
 std::string tier_options_text(CompileTier tier) { return options_text(tier_options(tier)); }
 
-// Every `tensor<AxBx...xT>` type in the text (parameters, results and
-// every intermediate) counts.
+namespace {
+
+// The elements of the text's largest tensor type, capped at
+// kSmallProgramMaxElements + 1 (also for a dynamic dimension). Every
+// `tensor<AxBx...xT>` type in the text (parameters, results and every
+// intermediate) counts.
 int64_t largest_tensor_elements(const std::string& text) {
   constexpr int64_t kOver = kSmallProgramMaxElements + 1;
   static const std::string kTensor = "tensor<";
@@ -109,20 +113,24 @@ int64_t largest_tensor_elements(const std::string& text) {
   return largest;
 }
 
-bool is_small_program(const std::string& text) {
-  return text.size() < kQuickMinTextBytes && largest_tensor_elements(text) <= kSmallProgramMaxElements;
+}  // namespace
+
+CompileTier size_tier(const std::string& text) {
+  if (text.size() >= kQuickMinTextBytes) return CompileTier::kOptimised;
+  int64_t largest = largest_tensor_elements(text);
+  if (largest <= kTinyProgramMaxElements) return CompileTier::kTiny;
+  if (largest <= kSmallProgramMaxElements) return CompileTier::kSmall;
+  return CompileTier::kOptimised;
 }
+
+bool is_small_program(const std::string& text) { return size_tier(text) != CompileTier::kOptimised; }
 
 CompileTier compile_tier(const std::string& text, bool cpu) {
   if (!cpu) return CompileTier::kOptimised;
   // A small text is never compiled quick: it compiles in tens of ms at any
   // level, and its rebuild would cost more than the quick build saves.
   if (quick_compile_active() && text.size() >= kQuickMinTextBytes) return CompileTier::kQuick;
-  if (!small_program_options_enabled() || text.size() >= kQuickMinTextBytes) return CompileTier::kOptimised;
-  int64_t largest = largest_tensor_elements(text);
-  if (largest <= kTinyProgramMaxElements) return CompileTier::kTiny;
-  if (largest <= kSmallProgramMaxElements) return CompileTier::kSmall;
-  return CompileTier::kOptimised;
+  return small_program_options_enabled() ? size_tier(text) : CompileTier::kOptimised;
 }
 
 std::string set_quick_compile_options(const std::string& text) {

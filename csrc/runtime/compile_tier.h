@@ -89,9 +89,6 @@ constexpr size_t kQuickMinTextBytes = 8192;
 constexpr int64_t kSmallProgramMaxElements = 16384;
 bool is_small_program(const std::string& text);
 bool small_program_options_enabled();
-// The elements of the text's largest tensor type, capped at
-// kSmallProgramMaxElements + 1 (also for a dynamic dimension).
-int64_t largest_tensor_elements(const std::string& text);
 
 // Tiny programs: small programs whose every tensor has at most
 // kTinyProgramMaxElements elements (an op on a few hundred values: a
@@ -115,6 +112,11 @@ constexpr int64_t kTinyProgramMaxElements = 256;
 // "name=value;...", part of the program's persistent-cache key.
 std::vector<QuickCompileOption> tier_options(CompileTier tier);
 std::string tier_options_text(CompileTier tier);
+
+// The tier a text's size alone gives: kTiny for a tiny program, kSmall for
+// another small one, else kOptimised (compile_tier() adds the quick state
+// and the switch).
+CompileTier size_tier(const std::string& text);
 
 struct QuickCompileStats {
   int64_t quick_compiles = 0;   // programs compiled quick
