@@ -819,7 +819,7 @@ class TpuDistBackend final : public c10d::Backend {
     static const bool on = [] {
       const char* v = std::getenv("TORCH_TPU_DIST_RS");
       if (v && std::string(v) == "native") return false;
-      return runtime::get().platform().platform == "cpu";
+      return runtime::get().platform().is_cpu();
     }();
     return on;
   }

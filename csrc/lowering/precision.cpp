@@ -30,7 +30,7 @@ hlo::Value matmul_dot(hlo::Value a, hlo::Value b, const hlo::DotDims& dd, hlo::E
   }
   MatmulPrecision p = matmul_precision();
   if (p == MatmulPrecision::kHighest) return hlo::dot_general(a, b, dd, acc, "HIGHEST");
-  if (runtime::get().platform().platform == "tpu")
+  if (runtime::get().platform().is_tpu())
     return hlo::dot_general(a, b, dd, acc, p == MatmulPrecision::kHigh ? "HIGH" : "DEFAULT");
   // Emulation: products of bf16 values are exact in f32, so f32 dots of
   // bf16-rounded operands are the TPU's bf16 passes.
@@ -46,7 +46,7 @@ hlo::Value matmul_dot(hlo::Value a, hlo::Value b, const hlo::DotDims& dd, hlo::E
 }
 
 hlo::Value unfolded_transposed_lhs(hlo::Value lhs, bool transposed_view) {
-  if (!transposed_view || lhs.element() != hlo::ElementType::kF32 || runtime::get().platform().platform != "cpu")
+  if (!transposed_view || lhs.element() != hlo::ElementType::kF32 || !runtime::get().platform().is_cpu())
     return lhs;
   return lhs.builder().emit("optimization_barrier", {lhs}, lhs.type());
 }

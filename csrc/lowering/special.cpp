@@ -675,7 +675,7 @@ TPU_LOWERING(mvlgamma) {
 // native float64 (CUDA's kernels compute in float32 too).
 namespace {
 at::ScalarType cpu_precision(at::ScalarType t) {
-  return t == at::kFloat && runtime::get().platform().platform != "tpu" ? at::kDouble : t;
+  return t == at::kFloat && !runtime::get().platform().is_tpu() ? at::kDouble : t;
 }
 }  // namespace
 

@@ -621,7 +621,7 @@ class ModeRuntime final : public Runtime {
   int64_t max_link_bytes() {
     if (max_link_bytes_ < 0) {
       const PlatformInfo& info = inner_.platform();
-      max_link_bytes_ = info.platform == "cpu" && !info.host_memory_kept ? (int64_t{32} << 20) : 0;
+      max_link_bytes_ = info.is_cpu() && !info.host_memory_kept ? (int64_t{32} << 20) : 0;
       if (const char* n = std::getenv("TPU_REPLAY_CHAIN_MAX_LINK_BYTES")) max_link_bytes_ = std::max(0LL, std::atoll(n));
     }
     return max_link_bytes_;

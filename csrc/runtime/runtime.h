@@ -38,6 +38,11 @@ struct PlatformInfo {
   // for reuse (host_allocator.h), so that a program's temporaries cost no
   // fresh pages at each run.
   bool host_memory_kept = false;
+
+  // Lowering rules that differ by platform ask these rather than compare
+  // the name themselves (a virtual tpu on XLA:CPU is "cpu" here).
+  bool is_tpu() const { return platform == "tpu"; }
+  bool is_cpu() const { return platform == "cpu"; }
 };
 
 class Runtime {

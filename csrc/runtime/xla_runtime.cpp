@@ -436,7 +436,7 @@ class XlaRuntime final : public Runtime {
     try {
       py::object dl = device_list_cls_(py::make_tuple(devices_[device]));
       py::object options = compile_options(device);
-      CompileTier tier = compile_tier(text, info_.platform == "cpu");
+      CompileTier tier = compile_tier(text, info_.is_cpu());
       py::object loaded = load_or_compile(text, dl, options, device, "", what, &tier);
       auto exe = std::make_shared<JaxExecutable>(loaded, device, parse_result_types(text));
       add_fast_path(*exe, loaded, device);
@@ -494,7 +494,7 @@ class XlaRuntime final : public Runtime {
   cache::KeyInputs key_inputs(int device) {
     if (base_key_inputs_.empty()) {
       base_key_inputs_ = cache::host_key_inputs();
-      if (info_.platform != "cpu") {
+      if (!info_.is_cpu()) {
         // Host CPU does not decide accelerator code.
         base_key_inputs_.erase("cpu_model");
         base_key_inputs_.erase("cpu_flags");
@@ -593,7 +593,7 @@ class XlaRuntime final : public Runtime {
   // became the fp32 one) and would skip the per-op roundings that make a
   // bf16 op give PyTorch's answer. XLA:CPU keeps them at its default.
   // The choice is a key input of the disk cache (key_inputs()).
-  bool allows_excess_precision() const { return info_.platform == "cpu"; }
+  bool allows_excess_precision() const { return info_.is_cpu(); }
   py::object new_compile_options() {
     py::object options = compile_options_cls_();
     if (!allows_excess_precision()) {
@@ -728,7 +728,7 @@ class XlaRuntime final : public Runtime {
       py::object exe;
       {
         std::optional<StderrFilter> quiet;
-        if (info_.platform == "cpu") quiet.emplace("Target machine feature +prefer-no-");
+        if (info_.is_cpu()) quiet.emplace("Target machine feature +prefer-no-");
         exe = backend_.attr("deserialize_executable")(py::bytes(*bytes), dl, options);
       }
       disk.note_hit(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
@@ -841,7 +841,7 @@ class XlaRuntime final : public Runtime {
     py::object dt = np_dtypes_[static_cast<int>(type.element)];
     py::array host(py::reinterpret_borrow<py::dtype>(dt), std::vector<py::ssize_t>(type.dims.begin(), type.dims.end()),
                    data, owner);
-    const bool zero_copy = info_.platform == "cpu";
+    const bool zero_copy = info_.is_cpu();
     py::object arr = batched_device_put_(aval(type), shardings_[device], py::make_tuple(host),
                                          py::make_tuple(devices_[device]), true, !zero_copy,
                                          zero_copy ? zero_copy_ : immutable_during_call_);
