@@ -192,7 +192,9 @@ def test_tpu_in_a_forked_child_raises_instead_of_hanging():
 
 _FORK_WARNINGS = """
 import os, torch, torch_tpu
-torch.ones(2, device="tpu").sum().item()  # the runtime (and jax's fork warning) starts
+import warnings
+with warnings.catch_warnings():  # restores the filters on exit, the runtime's too
+    torch.ones(2, device="tpu").sum().item()  # the runtime (and jax's fork warning) starts
 ds = torch.utils.data.TensorDataset(torch.arange(8.0))
 batches = [b for (b,) in torch.utils.data.DataLoader(ds, batch_size=4, num_workers=2)]
 assert [b.tolist() for b in batches] == [[0.0, 1.0, 2.0, 3.0], [4.0, 5.0, 6.0, 7.0]]

@@ -363,6 +363,12 @@ class XlaRuntime final : public Runtime {
       if (wanted.empty()) wanted = "cpu";
     }
     backend_ = backend_mod.attr("get_backend")(wanted);
+    // A `warnings.catch_warnings()` block around the runtime's start drops
+    // the filter above when it exits; installing it again before every fork
+    // keeps it. jax registered its warning's hook when its backend started
+    // (just now), and "before" hooks run in reverse order: ours runs first.
+    py::module_::import("os").attr("register_at_fork")(
+        py::arg("before") = py::cpp_function([] { quiet_multiprocessing_fork_warning(); }));
     // torch's devices are this process's own (tpu:0 is the local device on
     // every rank); the job's global devices serve collectives.
     py::list devs = jax.attr("local_devices")(py::arg("backend") = wanted);
