@@ -86,3 +86,41 @@ def test_cat_of_a_zero_dim_tensor_raises_cpus_error():
     for tensors in ([torch.tensor(1.0), torch.tensor(2.0)], [torch.ones(2), torch.tensor(2.0)]):
         with pytest.raises(RuntimeError, match=r"zero-dimensional tensor \(at position \d\) cannot be concatenated"):
             torch.cat([t.to("tpu") for t in tensors])
+
+
+_INT_INPUTS = {
+    "softmax": lambda d: torch.softmax(torch.ones(2, 3, dtype=torch.int64, device=d), 1),
+    "log_softmax": lambda d: torch.log_softmax(torch.ones(2, 3, dtype=torch.int32, device=d), 1),
+    "glu": lambda d: torch.nn.functional.glu(torch.ones(2, 4, dtype=torch.int64, device=d)),
+    "cross_entropy": lambda d: torch.nn.functional.cross_entropy(
+        torch.ones(2, 3, dtype=torch.int64, device=d), torch.tensor([0, 1], device=d)),
+    "eigh": lambda d: torch.linalg.eigh(torch.ones(2, 2, dtype=torch.int64, device=d)),
+    "lu_factor": lambda d: torch.linalg.lu_factor(torch.ones(2, 2, dtype=torch.uint8, device=d)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_INT_INPUTS))
+def test_dtype_the_op_has_no_kernel_for_raises_not_implemented_as_on_cpu(name):
+    # Float-only ops given integers: CPU's dispatch raises NotImplementedError
+    # ("... not implemented for 'Long'"); tpu once handed XLA a program it
+    # rejected ("stablehlo.exponential op operand #0 must be ... float").
+    with pytest.raises(NotImplementedError) as cpu_err:
+        _INT_INPUTS[name]("cpu")
+    dtype = str(cpu_err.value).split("'")[-2]  # 'Long', 'Int', 'Byte'
+    with pytest.raises(NotImplementedError, match=f"not implemented for '{dtype}'") as tpu_err:
+        _INT_INPUTS[name]("tpu")
+        torch.tpu.synchronize()
+    assert "XLA" not in str(tpu_err.value)
+    assert (torch.ones(2, device="tpu").softmax(0)).cpu().tolist() == [0.5, 0.5]
+
+
+def test_index_put_values_that_do_not_broadcast():
+    for d in ("cpu", "tpu"):
+        x = torch.zeros(4, 3, device=d)
+        idx = torch.tensor([0, 1], device=d)
+        with pytest.raises(RuntimeError, match=r"value tensor of shape \[3, 2\] cannot be broadcast to indexing "
+                                               r"result of shape \[2, 3\]"):
+            x[idx] = torch.ones(3, 2, device=d)
+        x[idx] = torch.ones(1, 1, 3, device=d) * 5  # leading size-1 dims are dropped
+        x.index_put_((idx,), torch.tensor([1.0, 2.0, 3.0], device=d), accumulate=True)
+        assert x.cpu().tolist() == [[6.0, 7.0, 8.0], [6.0, 7.0, 8.0], [0.0] * 3, [0.0] * 3]

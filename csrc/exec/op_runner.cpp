@@ -503,7 +503,18 @@ std::shared_ptr<Program> compile_op(const c10::OperatorHandle& op, std::vector<c
   }
 
   LowerCtx ctx(schema, args, slots);
-  std::vector<Value> results = rule(ctx);
+  std::vector<Value> results;
+  try {
+    results = rule(ctx);
+  } catch (const hlo::UnsupportedElementType& e) {
+    // A dtype the op has no kernel for, as PyTorch's dispatch reports it.
+    std::string dtype = "?";
+    for_each_tensor(args, [&](const at::Tensor& t, int, int) {
+      if (dtype == "?") dtype = c10::toString(t.scalar_type());
+    });
+    TORCH_CHECK_NOT_IMPLEMENTED(false, "\"", full_name(schema), "\" not implemented for '", dtype, "' (on tpu: ",
+                                e.what(), ")");
+  }
   auto& b = ctx.b();
 
   // Results land either in new tensors or in argument storages.

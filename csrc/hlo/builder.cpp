@@ -76,11 +76,43 @@ Value Builder::emit(std::string_view op, const std::vector<Value>& operands, Ten
   return emit_multi(op, operands, {std::move(result)}, attrs)[0];
 }
 
+namespace {
+
+// Elementwise ops StableHLO defines for floating-point (and complex)
+// operands only, and those it defines for numbers but not booleans.
+bool float_only(std::string_view op) {
+  static const std::string_view kOps[] = {
+      "exponential", "exponential_minus_one", "log", "log_plus_one", "logistic", "tanh", "sqrt", "rsqrt",
+      "cbrt", "sine", "cosine", "tan", "atan2", "floor", "ceil", "round_nearest_afz", "round_nearest_even",
+      "is_finite"};
+  for (std::string_view o : kOps)
+    if (o == op) return true;
+  return false;
+}
+bool not_boolean(std::string_view op) {
+  static const std::string_view kOps[] = {"negate", "subtract", "divide", "remainder", "power", "abs", "sign"};
+  for (std::string_view o : kOps)
+    if (o == op) return true;
+  return false;
+}
+
+void check_element_types(std::string_view op, const std::vector<Value>& operands) {
+  for (const Value& v : operands) {
+    ElementType e = v.element();
+    if (is_float(e) || is_complex(e)) continue;
+    if (float_only(op) || (e == ElementType::kPred && not_boolean(op)))
+      throw UnsupportedElementType("stablehlo." + std::string(op) + " of " + element_name(e));
+  }
+}
+
+}  // namespace
+
 std::vector<Value> Builder::emit_multi(std::string_view op, const std::vector<Value>& operands,
                                        const std::vector<TensorType>& results,
                                        std::string_view attrs,
                                        const std::vector<TensorType>& region_args,
                                        const RegionBody& body) {
+  check_element_types(op, operands);
   std::string ssa = "%" + std::to_string(next_ssa_++);
   std::string line(indent_, ' ');
   line += ssa;

@@ -5,6 +5,7 @@
 
 #include <deque>
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -15,6 +16,16 @@
 namespace torch_tpu::hlo {
 
 class Builder;
+
+// Thrown by emit when an elementwise op is given an element type StableHLO
+// does not define it for (the exponential of an integer, the difference of
+// two booleans). A lowering rule meets it when its ATen op was called with
+// a dtype the op does not support (softmax of int64): the op runner reports
+// it as PyTorch's dispatch does ("... not implemented for 'Long'",
+// NotImplementedError) instead of handing XLA a program it rejects.
+struct UnsupportedElementType : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
 
 // Handle to an SSA value inside one Builder.
 class Value {

@@ -175,7 +175,7 @@ TPU_LOWERING(_prelu_kernel_backward) {
 // relu or (erf) gelu.
 TPU_LOWERING(_addmm_activation) {
   auto out = ctx.out_dtype().value_or(ctx.result_type({"self", "mat1", "mat2"}));
-  TORCH_CHECK(out != at::kBool, "\"addmm_impl_cpu_\" not implemented for 'Bool'");
+  TORCH_CHECK_NOT_IMPLEMENTED(out != at::kBool, "\"addmm_impl_cpu_\" not implemented for 'Bool'");
   TORCH_CHECK(ctx.dtype_of("mat1") == ctx.dtype_of("mat2") && ctx.dtype_of("self") == ctx.dtype_of("mat1"),
               "expected m1, m2 and self to have the same dtype, but got: ", ctx.dtype_of("self"), ", ",
               ctx.dtype_of("mat1"), " and ", ctx.dtype_of("mat2"));

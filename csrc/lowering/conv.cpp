@@ -110,7 +110,7 @@ Params params(LowerCtx& ctx, int64_t nsp) {
 }
 
 void check_supported(LowerCtx& ctx, Value x) {
-  TORCH_CHECK(x.element() != ElementType::kPred, "\"", ctx.op_name(), "\" not implemented for 'Bool'");
+  TORCH_CHECK_NOT_IMPLEMENTED(x.element() != ElementType::kPred, "\"", ctx.op_name(), "\" not implemented for 'Bool'");
 }
 
 // Plain convolution of x [N, C, ...] with w [O, C/g, ...]; with

@@ -120,7 +120,8 @@ std::vector<Value> grid_sample(LowerCtx& ctx, int D, bool backward) {
   const int64_t mode = ctx.int_arg("interpolation_mode");
   const bool align = ctx.bool_arg("align_corners");
   ElementType ct = input.element() == ElementType::kF64 ? ElementType::kF64 : ElementType::kF32;
-  TORCH_CHECK(hlo::is_float(input.element()), ctx.op_name(), " not implemented for ", ctx.dtype_of("input"));
+  TORCH_CHECK_NOT_IMPLEMENTED(hlo::is_float(input.element()), "\"", ctx.op_name(), "\" not implemented for '",
+                              c10::toString(ctx.dtype_of("input")), "'");
   const Dims in = input.dims(), gdims = grid.dims();
   const int64_t N = in[0], C = in[1];
   int64_t S = 1, P = 1;

@@ -111,7 +111,19 @@ TPU_LOWERING(index_put) {
   Value self = ctx.tensor("self");
   AdvancedIndex ai = advanced_index(ctx, self);
   if (indexes_empty_dim(ctx, self, ai)) return {self};
-  Value values = hlo::broadcast_to(ctx.operand("values", ctx.tensor_arg("self").scalar_type()), ai.result_dims);
+  Value values = ctx.operand("values", ctx.tensor_arg("self").scalar_type());
+  // CPU's rule and message: values broadcast to the indexed result once
+  // leading size-1 dims beyond its rank are dropped.
+  const Dims given = values.dims(), want = ai.result_dims;
+  size_t lead = 0;
+  while (given.size() - lead > want.size() && given[lead] == 1) ++lead;
+  bool fits = given.size() - lead <= want.size();
+  for (size_t i = lead, j = want.size() - (given.size() - lead); fits && i < given.size(); ++i, ++j)
+    fits = given[i] == 1 || given[i] == want[j];
+  TORCH_CHECK(fits, "shape mismatch: value tensor of shape ", c10::IntArrayRef(given),
+              " cannot be broadcast to indexing result of shape ", c10::IntArrayRef(want));
+  if (lead > 0) values = hlo::reshape(values, Dims(given.begin() + lead, given.end()));
+  values = hlo::broadcast_to(values, want);
   hlo::ScatterDims sd;
   sd.update_window_dims = ai.window_dims;
   sd.inserted_window_dims = ai.indexed;

@@ -24,7 +24,7 @@ at::ScalarType out_type(LowerCtx& ctx, std::initializer_list<std::string_view> i
 }
 
 void check_supported(LowerCtx& ctx, at::ScalarType t) {
-  TORCH_CHECK(t != at::kBool, "\"", ctx.op_name(), "\" not implemented for 'Bool'");
+  TORCH_CHECK_NOT_IMPLEMENTED(t != at::kBool, "\"", ctx.op_name(), "\" not implemented for 'Bool'");
 }
 
 // Whether a matrix (or batch of matrices) operand's last dimension, the one

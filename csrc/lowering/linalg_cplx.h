@@ -71,8 +71,11 @@ inline Value hermitize(Value a, bool lower) {
 
 inline void check_float_or_complex(LowerCtx& ctx, std::string_view name) {
   at::ScalarType t = ctx.dtype_of(name);
-  TORCH_CHECK(t == at::kFloat || t == at::kDouble || t == at::kComplexFloat || t == at::kComplexDouble,
-              ctx.op_name(), ": tpu supports float32, float64, complex64 and complex128 inputs, got ", t);
+  // NotImplementedError, as CPU's and CUDA's dispatch of these kernels.
+  TORCH_CHECK_NOT_IMPLEMENTED(
+      t == at::kFloat || t == at::kDouble || t == at::kComplexFloat || t == at::kComplexDouble, "\"",
+      ctx.op_name(), "\" not implemented for '", c10::toString(t),
+      "' (tpu supports float32, float64, complex64 and complex128 inputs)");
 }
 
 }  // namespace torch_tpu::lowering::la

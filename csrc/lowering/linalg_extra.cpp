@@ -38,7 +38,7 @@ TPU_LOWERING(_compute_linear_combination) {
   TORCH_CHECK(co.dim() == 2 && co.size(1) == in.size(0), "_compute_linear_combination: coefficients of shape ",
               co.sizes(), " do not match input of shape ", in.sizes(), " (expected [m, ", in.size(0), "])");
   at::ScalarType t = in.scalar_type();
-  TORCH_CHECK(t != at::kBool, "\"_compute_linear_combination\" not implemented for 'Bool'");
+  TORCH_CHECK_NOT_IMPLEMENTED(t != at::kBool, "\"_compute_linear_combination\" not implemented for 'Bool'");
   ElementType acc = (t == at::kBFloat16 || t == at::kHalf) ? ElementType::kF32 : element_type(t);
   int64_t n = in.size(0), rest = 1;
   for (int64_t d = 1; d < in.dim(); ++d) rest *= in.size(d);

@@ -149,7 +149,7 @@ TPU_LOWERING(logaddexp2) {
 TPU_LOWERING(nextafter) {
   auto dims = out_dims(ctx, {"self", "other"});
   auto t = ctx.result_type({"self", "other"});
-  TORCH_CHECK(at::isFloatingType(t), "\"nextafter_cpu\" not implemented for '", c10::toString(t), "'");
+  TORCH_CHECK_NOT_IMPLEMENTED(at::isFloatingType(t), "\"nextafter_cpu\" not implemented for '", c10::toString(t), "'");
   Value a = in(ctx, "self", t, dims), b = in(ctx, "other", t, dims);
   ElementType ie = bits_type(a.element());
   Value bits = hlo::bitcast_convert(a, ie);
@@ -166,7 +166,7 @@ TPU_LOWERING(nextafter) {
 TPU_LOWERING(gcd) {
   auto dims = out_dims(ctx, {"self", "other"});
   auto t = ctx.result_type({"self", "other"});
-  TORCH_CHECK(at::isIntegralType(t, /*includeBool=*/false), "\"gcd_cpu\" not implemented for '", c10::toString(t), "'");
+  TORCH_CHECK_NOT_IMPLEMENTED(at::isIntegralType(t, /*includeBool=*/false), "\"gcd_cpu\" not implemented for '", c10::toString(t), "'");
   return {gcd_values(in(ctx, "self", t, dims), in(ctx, "other", t, dims))};
 }
 
@@ -174,7 +174,7 @@ TPU_LOWERING(gcd) {
 TPU_LOWERING(lcm) {
   auto dims = out_dims(ctx, {"self", "other"});
   auto t = ctx.result_type({"self", "other"});
-  TORCH_CHECK(at::isIntegralType(t, /*includeBool=*/false), "\"lcm_cpu\" not implemented for '", c10::toString(t), "'");
+  TORCH_CHECK_NOT_IMPLEMENTED(at::isIntegralType(t, /*includeBool=*/false), "\"lcm_cpu\" not implemented for '", c10::toString(t), "'");
   Value a = in(ctx, "self", t, dims), b = in(ctx, "other", t, dims);
   Value g = gcd_values(a, b);
   Value zero = cmpc(g, 0, "EQ");
