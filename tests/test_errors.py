@@ -96,6 +96,12 @@ _INT_INPUTS = {
         torch.ones(2, 3, dtype=torch.int64, device=d), torch.tensor([0, 1], device=d)),
     "eigh": lambda d: torch.linalg.eigh(torch.ones(2, 2, dtype=torch.int64, device=d)),
     "lu_factor": lambda d: torch.linalg.lu_factor(torch.ones(2, 2, dtype=torch.uint8, device=d)),
+    # These keep an integer input's dtype, so tpu computed in float and
+    # truncated (gelu of [-2, 3] gave [0, 2]) where CPU and CUDA refuse.
+    "gelu": lambda d: torch.nn.functional.gelu(torch.tensor([-2, 3], device=d)),
+    "hardshrink": lambda d: torch.nn.functional.hardshrink(torch.tensor([-2, 3], device=d)),
+    "hypot": lambda d: torch.hypot(torch.tensor([3, 5], device=d), torch.tensor([4, 12], device=d)),
+    "lerp": lambda d: torch.lerp(torch.tensor([0, 2], device=d), torch.tensor([4, 4], device=d), 0.5),
 }
 
 
@@ -103,7 +109,8 @@ _INT_INPUTS = {
 def test_dtype_the_op_has_no_kernel_for_raises_not_implemented_as_on_cpu(name):
     # Float-only ops given integers: CPU's dispatch raises NotImplementedError
     # ("... not implemented for 'Long'"); tpu once handed XLA a program it
-    # rejected ("stablehlo.exponential op operand #0 must be ... float").
+    # rejected ("stablehlo.exponential op operand #0 must be ... float"), or
+    # computed a truncated result.
     with pytest.raises(NotImplementedError) as cpu_err:
         _INT_INPUTS[name]("cpu")
     dtype = str(cpu_err.value).split("'")[-2]  # 'Long', 'Int', 'Byte'

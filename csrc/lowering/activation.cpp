@@ -14,7 +14,8 @@ constexpr double kSqrt1_2 = 0.70710678118654752440;   // 1/sqrt(2)
 constexpr double k2_SqrtPi = 1.12837916709551257390;  // 2/sqrt(pi)
 
 at::ScalarType compute_type(LowerCtx& ctx, std::string_view name = "self") {
-  return opmath(float_type(ctx.dtype_of(name)));
+  require_floating(ctx, ctx.dtype_of(name), /*complex_ok=*/true);  // as before: complex rules decide themselves
+  return opmath(ctx.dtype_of(name));
 }
 
 Value un(const char* op, Value x) { return hlo::unary(op, x); }

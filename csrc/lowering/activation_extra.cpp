@@ -45,6 +45,7 @@ int64_t glu_dim(LowerCtx& ctx, std::string_view tensor) {
 
 // hardshrink(self, lambd): 0 inside [-lambd, lambd], else self (NaN kept).
 TPU_LOWERING(hardshrink) {
+  require_floating(ctx, ctx.dtype_of("self"));
   Value x = ctx.tensor("self");
   return {hlo::select(in_band(ctx, x), hlo::full_like(x, 0), x)};
 }
@@ -59,6 +60,7 @@ TPU_LOWERING(hardshrink_backward) {
 // softshrink(self, lambd): self -+ lambd outside the band, 0 (x * 0, so NaN
 // stays NaN) inside.
 TPU_LOWERING(softshrink) {
+  require_floating(ctx, ctx.dtype_of("self"));
   Value x = ctx.operand("self", opmath(ctx.dtype_of("self")));
   Value l = in(ctx, "lambd", scalar_type(x.element()), x.dims());
   Value r = hlo::mul(x, hlo::full_like(x, 0));

@@ -201,7 +201,8 @@ TPU_LOWERING(atan2) {
 
 TPU_LOWERING(hypot) {
   auto dims = out_dims(ctx, {"self", "other"});
-  auto ct = opmath(float_type(ctx.result_type({"self", "other"})));
+  require_floating(ctx, ctx.result_type({"self", "other"}));
+  auto ct = opmath(ctx.result_type({"self", "other"}));
   Value a = hlo::unary("abs", in(ctx, "self", ct, dims)), b = hlo::unary("abs", in(ctx, "other", ct, dims));
   // max * sqrt(1 + (min/max)^2) avoids overflow; inf wins over nan.
   Value hi = hlo::max(a, b), lo = hlo::min(a, b);
@@ -253,6 +254,7 @@ TPU_LOWERING(addcdiv) {
 // lerp(self, end, weight), PyTorch's two-sided formula for accuracy near w=1.
 TPU_LOWERING(lerp) {
   auto dims = out_dims(ctx, {"self", "end", "weight"});
+  require_floating(ctx, ctx.result_type({"self", "end"}), /*complex_ok=*/true);
   auto ct = opmath(ctx.result_type({"self", "end"}));
   Value s = in(ctx, "self", ct, dims), e = in(ctx, "end", ct, dims), w = in(ctx, "weight", ct, dims);
   Value diff = hlo::sub(e, s);

@@ -117,7 +117,8 @@ TPU_LOWERING(heaviside) {
 // logaddexp(a, b) = max + log1p(exp(-|a - b|)); a where a == b is infinite.
 TPU_LOWERING(logaddexp) {
   auto dims = out_dims(ctx, {"self", "other"});
-  auto ct = opmath(float_type(ctx.result_type({"self", "other"})));
+  require_floating(ctx, ctx.result_type({"self", "other"}), /*complex_ok=*/true);
+  auto ct = opmath(ctx.result_type({"self", "other"}));
   Value a = in(ctx, "self", ct, dims), b = in(ctx, "other", ct, dims);
   if (hlo::is_complex(a.element())) {
     // CPU's complex form: the larger real part is m, log1p(exp(other - m)).
@@ -134,7 +135,8 @@ TPU_LOWERING(logaddexp) {
 // logaddexp2(a, b) = max + log1p(2^-|a - b|) / ln 2.
 TPU_LOWERING(logaddexp2) {
   auto dims = out_dims(ctx, {"self", "other"});
-  auto ct = opmath(float_type(ctx.result_type({"self", "other"})));
+  require_floating(ctx, ctx.result_type({"self", "other"}));
+  auto ct = opmath(ctx.result_type({"self", "other"}));
   Value a = in(ctx, "self", ct, dims), b = in(ctx, "other", ct, dims);
   Value m = hlo::max(a, b);
   Value d = hlo::neg(un("abs", hlo::sub(a, b)));
