@@ -7,7 +7,9 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 
+#include "lowering/elementwise_util.h"
 #include "lowering/index_check.h"
 #include "lowering/random_util.h"
 #include "lowering/registry.h"
@@ -84,8 +86,28 @@ Value standard_normal(Value key, Dims dims, ElementType e) {
 
 TPU_LOWERING(uniform) {
   at::ScalarType t = out_type(ctx);
-  ElementType ce = compute_float(t);
+  // CPU and CUDA refuse integer tensors ("check_uniform_bounds" not
+  // implemented for 'Long'); filling them would truncate.
+  ew::require_floating(ctx, t, /*complex_ok=*/true);
   Dims dims = out_dims(ctx);
+  if (at::isComplexType(t)) {
+    // CPU and CUDA fill the real and imaginary parts alike and independently
+    // (uniform_ of view_as_real), each in [from, to).
+    ElementType ce = compute_float(c10::toRealValueType(t));
+    Dims two = dims;
+    two.push_back(2);
+    Value u = uniform01(ctx.rng_key(), two, ce);
+    Value from = distribution_param(ctx, "from", ce, two), to = distribution_param(ctx, "to", ce, two);
+    Value r = hlo::add(from, hlo::mul(u, hlo::sub(to, from)));
+    Dims start(two.size(), 0), limit = two;
+    limit.back() = 1;
+    Value re = hlo::reshape(hlo::slice(r, start, limit), dims);
+    start.back() = 1;
+    limit.back() = 2;
+    Value im = hlo::reshape(hlo::slice(r, start, limit), dims);
+    return {hlo::make_complex(re, im)};
+  }
+  ElementType ce = compute_float(t);
   Value u = uniform01(ctx.rng_key(), dims, ce);
   Value from = distribution_param(ctx, "from", ce, dims);
   Value to = distribution_param(ctx, "to", ce, dims);
@@ -111,6 +133,44 @@ Value scaled_normal(LowerCtx& ctx, ElementType ce) {
   return hlo::add(distribution_param(ctx, "mean", ce, dims), hlo::mul(z, distribution_param(ctx, "std", ce, dims)));
 }
 
+// A parameter of a complex draw as [..., 2] (real and imaginary parts on a
+// last axis), broadcast to `two`: a complex tensor gives each part its own,
+// a real one (or a Scalar) the same to both, as normal_ of view_as_real does.
+Value pair_param(LowerCtx& ctx, const char* name, ElementType ce, const Dims& two) {
+  Value v;
+  if (ctx.is_tensor(name) && at::isComplexType(ctx.dtype_of(name))) {
+    Value m = ctx.tensor(name);
+    Dims d = m.dims();
+    d.push_back(1);
+    v = hlo::concatenate({hlo::reshape(hlo::convert(hlo::real(m), ce), d),
+                          hlo::reshape(hlo::convert(hlo::imag(m), ce), d)},
+                         static_cast<int64_t>(d.size()) - 1);
+  } else {
+    v = ctx.operand(name, scalar_type(ce));
+    Dims d = v.dims();
+    d.push_back(1);
+    v = hlo::reshape(v, d);
+  }
+  return hlo::broadcast_to(v, two);
+}
+
+// Complex normal: CPU and CUDA draw the real and imaginary parts
+// independently, each with std / sqrt(2) (so E|z - mean|^2 = std^2).
+Value complex_normal(LowerCtx& ctx, at::ScalarType t) {
+  ElementType ce = compute_float(c10::toRealValueType(t));
+  Dims dims = out_dims(ctx), two = dims;
+  two.push_back(2);
+  Value z = standard_normal(ctx.rng_key(), two, ce);
+  Value sd = hlo::mul(pair_param(ctx, "std", ce, two), hlo::full(ctx.b(), ce, two, 1.0 / std::sqrt(2.0)));
+  Value r = hlo::add(pair_param(ctx, "mean", ce, two), hlo::mul(z, sd));
+  Dims start(two.size(), 0), limit = two;
+  limit.back() = 1;
+  Value re = hlo::reshape(hlo::slice(r, start, limit), dims);
+  start.back() = 1;
+  limit.back() = 2;
+  return hlo::make_complex(re, hlo::reshape(hlo::slice(r, start, limit), dims));
+}
+
 }  // namespace
 
 TPU_LOWERING(normal) {
@@ -120,6 +180,7 @@ TPU_LOWERING(normal) {
     check_data(ctx, hlo::unary("not", hlo::compare(sd, hlo::zeros_like(sd), "GE")),
                "normal expects all elements of std >= 0.0");
   }
+  if (at::isComplexType(out_type(ctx))) return {complex_normal(ctx, out_type(ctx))};
   return {scaled_normal(ctx, compute_float(out_type(ctx)))};
 }
 
@@ -206,6 +267,25 @@ uint64_t random_default_to_inclusive(at::ScalarType t) {
   }
 }
 
+// The values an integral (or bool) dtype holds, and the C++ name CPU's
+// range check prints for it; nullopt for floating types.
+struct IntRange {
+  int64_t lo, hi;
+  const char* name;
+};
+std::optional<IntRange> int_range(at::ScalarType t) {
+  switch (t) {
+    case at::kBool: return IntRange{0, 1, "bool"};
+    case at::kByte: return IntRange{0, 255, "unsigned char"};
+    case at::kChar: return IntRange{-128, 127, "signed char"};
+    case at::kShort: return IntRange{-32768, 32767, "short"};
+    case at::kInt: return IntRange{-2147483648LL, 2147483647LL, "int"};
+    case at::kUInt16: return IntRange{0, 65535, "unsigned short"};
+    case at::kUInt32: return IntRange{0, 4294967295LL, "unsigned int"};
+    default: return std::nullopt;  // int64, uint64 and floats: every int64 `from`/`to` passes here
+  }
+}
+
 }  // namespace
 
 TPU_LOWERING(random) {
@@ -217,6 +297,11 @@ TPU_LOWERING(random) {
   if (ctx.has("to") && !ctx.is_none("to")) {
     int64_t to = ctx.int_arg("to");
     TORCH_CHECK(from < to, "random_ expects 'from' to be less than 'to', but got from=", from, " >= to=", to);
+    // CPU's and CUDA's range check: values outside the dtype would wrap.
+    if (auto r = int_range(t)) {
+      TORCH_CHECK(from >= r->lo && from <= r->hi, "from is out of bounds for ", r->name);
+      TORCH_CHECK(to - 1 >= r->lo && to - 1 <= r->hi, "to - 1 is out of bounds for ", r->name);
+    }
     range = static_cast<uint64_t>(to) - static_cast<uint64_t>(from);
   } else {
     uint64_t to_inc = random_default_to_inclusive(t);

@@ -233,3 +233,52 @@ def test_randperm_uniform_first_position():
     for _ in range(200):
         counts[torch.randperm(4, device="tpu").cpu()[0]] += 1
     assert counts.min().item() > 20
+
+
+# ---- complex draws and dtypes the fills refuse ---------------------------------------------
+
+def _parts(z):
+    z = z.cpu()
+    return z.real.double(), z.imag.double()
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+def test_complex_normal_draws_both_parts_like_cpu(dtype):
+    # CPU and CUDA draw real and imaginary parts independently, each with
+    # std / sqrt(2); tpu once drew the real part with std and left the
+    # imaginary part zero.
+    torch.manual_seed(0)
+    for z, mean, var in ((torch.randn(N, dtype=dtype, device="tpu"), 0.0, 0.5),
+                         (torch.empty(N, dtype=dtype, device="tpu").normal_(1.0, 2.0), 1.0, 2.0)):
+        assert z.dtype == dtype
+        for part in _parts(z):
+            assert abs(part.mean().item() - mean) < 5 * math.sqrt(var / N)
+            assert abs(part.var().item() / var - 1) < 0.03
+        re, im = _parts(z)
+        assert abs(torch.corrcoef(torch.stack([re, im]))[0, 1].item()) < 0.02
+    z = torch.normal(torch.full((N,), 1 + 2j, device="tpu"), torch.full((N,), 2.0, device="tpu"))
+    re, im = _parts(z)
+    assert abs(re.mean().item() - 1) < 0.03 and abs(im.mean().item() - 2) < 0.03
+    assert abs(re.var().item() / 2 - 1) < 0.03 and abs(im.var().item() / 2 - 1) < 0.03
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+def test_complex_uniform_fills_both_parts_like_cpu(dtype):
+    torch.manual_seed(0)
+    z = torch.empty(N, dtype=dtype, device="tpu").uniform_(-1.0, 3.0)
+    for part in _parts(z):
+        assert part.min().item() >= -1.0 and part.max().item() < 3.0
+        assert ks_stat(part, lambda x: ((x + 1) / 4).clamp(0, 1)) < ks_bound(N)
+
+
+def test_uniform_of_integers_and_random_out_of_range_raise_as_on_cpu():
+    for d in ("cpu", "tpu"):
+        with pytest.raises(NotImplementedError, match="not implemented for 'Long'"):
+            torch.zeros(4, dtype=torch.int64, device=d).uniform_(0, 10)
+        for dtype, lo, hi, msg in ((torch.int8, 0, 1000, "to - 1 is out of bounds for signed char"),
+                                   (torch.uint8, -1, 5, "from is out of bounds for unsigned char"),
+                                   (torch.bool, 0, 3, "to - 1 is out of bounds for bool")):
+            with pytest.raises(RuntimeError, match=msg):
+                torch.zeros(4, dtype=dtype, device=d).random_(lo, hi)
+    b = torch.zeros(1000, dtype=torch.bool, device="tpu").random_(0, 2).cpu()
+    assert 300 < b.sum().item() < 700
