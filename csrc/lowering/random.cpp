@@ -190,6 +190,8 @@ TPU_LOWERING(log_normal) {
 
 TPU_LOWERING(bernoulli) {
   Dims dims = out_dims(ctx);
+  TORCH_CHECK_NOT_IMPLEMENTED(!at::isComplexType(out_type(ctx)), "\"", ctx.op_name(), "\" not implemented for '",
+                              c10::toString(out_type(ctx)), "'");
   // Compare in f64 only when p is double, as CPU draws doubles then.
   at::ScalarType pt = ctx.is_tensor("p") ? ctx.dtype_of("p") : ctx.has("p") ? at::kFloat : ctx.dtype_of("self");
   ElementType ce = pt == at::kDouble ? ElementType::kF64 : ElementType::kF32;
@@ -290,6 +292,7 @@ std::optional<IntRange> int_range(at::ScalarType t) {
 
 TPU_LOWERING(random) {
   at::ScalarType t = out_type(ctx);
+  TORCH_CHECK(!at::isComplexType(t), "check_random_bounds handles only integral, floating-point and boolean types");
   Dims dims = out_dims(ctx);
   int64_t from = 0;
   uint64_t range = 0;  // number of values; 0 means all 2^64

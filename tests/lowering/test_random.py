@@ -280,5 +280,9 @@ def test_uniform_of_integers_and_random_out_of_range_raise_as_on_cpu():
                                    (torch.bool, 0, 3, "to - 1 is out of bounds for bool")):
             with pytest.raises(RuntimeError, match=msg):
                 torch.zeros(4, dtype=dtype, device=d).random_(lo, hi)
+        with pytest.raises(RuntimeError, match="check_random_bounds handles only"):
+            torch.zeros(4, dtype=torch.complex64, device=d).random_(0, 5)
+        with pytest.raises(NotImplementedError, match="not implemented for 'ComplexFloat'"):
+            torch.zeros(4, dtype=torch.complex64, device=d).bernoulli_(0.5)
     b = torch.zeros(1000, dtype=torch.bool, device="tpu").random_(0, 2).cpu()
     assert 300 < b.sum().item() < 700
