@@ -96,21 +96,23 @@ TPU_LOWERING(silu_backward) {
   Value g = in(ctx, "grad_output", ct, dims), x = in(ctx, "self", ct, dims);
   Value s = sigmoid(x);
   Value d = hlo::mul(s, hlo::add(hlo::full_like(x, 1), hlo::mul(x, hlo::sub(hlo::full_like(s, 1), s))));
-  return {hlo::mul(g, d)};
+  return {hlo::mul(g, d)};  // no conj: CPU's kernel has none (silu has no complex autograd)
 }
 
 TPU_LOWERING(sigmoid_backward) {
   auto dims = out_dims(ctx, {"grad_output", "output"});
   auto ct = opmath(ctx.result_type({"grad_output", "output"}));
   Value g = in(ctx, "grad_output", ct, dims), y = in(ctx, "output", ct, dims);
-  return {hlo::mul(hlo::mul(g, hlo::sub(hlo::full_like(y, 1), y)), y)};
+  // Complex: the gradient is grad * conj(dy/dx), as CPU's kernel computes
+  // (conj is the identity on real values).
+  return {hlo::mul(g, hlo::conj(hlo::mul(hlo::sub(hlo::full_like(y, 1), y), y)))};
 }
 
 TPU_LOWERING(tanh_backward) {
   auto dims = out_dims(ctx, {"grad_output", "output"});
   auto ct = opmath(ctx.result_type({"grad_output", "output"}));
   Value g = in(ctx, "grad_output", ct, dims), y = in(ctx, "output", ct, dims);
-  return {hlo::mul(g, hlo::sub(hlo::full_like(y, 1), hlo::mul(y, y)))};
+  return {hlo::mul(g, hlo::conj(hlo::sub(hlo::full_like(y, 1), hlo::mul(y, y))))};  // conj: as sigmoid_backward
 }
 
 TPU_LOWERING(leaky_relu) {
