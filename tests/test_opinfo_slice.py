@@ -87,3 +87,20 @@ def test_entry_complex64(name):
     result = harness.run_entry(_TABLE[name], dtypes=("complex64",), grads=False, errors=False,
                                max_samples=MAX_SAMPLES)
     assert result["forward"]["complex64"]["status"] == "pass", result["forward"]["complex64"]
+
+
+# complex64 gradients (gradients with respect to complex inputs, CPU's
+# conjugate-Wirtinger convention): sigmoid's and tanh's backward kernels
+# once lost the conj, which the float32 gradients above cannot show.
+COMPLEX_GRAD_ENTRIES = [
+    "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "reciprocal", "pow", "div.no_rounding_mode",
+    "abs", "angle", "sgn", "sin", "asinh", "prod", "cumprod", "linalg.vector_norm", "matmul",
+    "linalg.inv", "linalg.det", "fft.fft", "fft.irfft",
+]
+
+
+@pytest.mark.parametrize("name", COMPLEX_GRAD_ENTRIES)
+def test_entry_complex64_gradients(name):
+    assert name in _TABLE, f"{name} is not an op_db entry in this PyTorch"
+    result = harness.run_grad(_TABLE[name], max_samples=MAX_SAMPLES, dtype=torch.complex64)
+    assert result.status == "pass", result

@@ -272,13 +272,17 @@ def _grad_leaves(sample):
     return [t for t in flat if isinstance(t, torch.Tensor) and t.requires_grad]
 
 
-def _grad_outputs(result):
+def _grad_outputs(result, complex_ok=False):
     return [t for t in tree_flatten(result)[0]
-            if isinstance(t, torch.Tensor) and t.requires_grad and t.is_floating_point()]
+            if isinstance(t, torch.Tensor) and t.requires_grad
+            and (t.is_floating_point() or (complex_ok and t.is_complex()))]
 
 
-def run_grad(op, max_samples=None) -> Outcome:
-    dtype = torch.float32
+def run_grad(op, max_samples=None, dtype=torch.float32) -> Outcome:
+    """Input gradients of `dtype` samples (float32 in the suite; complex64
+    for sweeps: gradients with respect to complex inputs, CPU's
+    conjugate-Wirtinger convention)."""
+    cplx = dtype.is_complex
     if not op.supports_autograd or dtype not in op.supported_backward_dtypes("cpu"):
         return Outcome("unsupported")
     if full_name(op) in UNCOMPARABLE_VALUES or op.name in UNCOMPARABLE_VALUES:
@@ -293,7 +297,7 @@ def run_grad(op, max_samples=None) -> Outcome:
             continue
         try:
             out_c = _grad_outputs(sample.output_process_fn_grad(
-                op(sample.input, *sample.args, **sample.kwargs)))
+                op(sample.input, *sample.args, **sample.kwargs)), cplx)
             leaves_c = _grad_leaves(sample)
             if not out_c or not leaves_c:
                 continue
@@ -304,7 +308,7 @@ def run_grad(op, max_samples=None) -> Outcome:
             continue  # CPU cannot differentiate this sample: nothing to compare
         try:
             out_t = _grad_outputs(tpu_sample.output_process_fn_grad(
-                op(tpu_sample.input, *tpu_sample.args, **tpu_sample.kwargs)))
+                op(tpu_sample.input, *tpu_sample.args, **tpu_sample.kwargs)), cplx)
             leaves_t = _grad_leaves(tpu_sample)
             grads_t = torch.autograd.grad(out_t, leaves_t, [c.to("tpu") for c in cotangents],
                                           allow_unused=True)
