@@ -130,3 +130,24 @@ def test_empty_then_partial_write_reads_zeros_elsewhere():
     t = torch.empty(4, device="tpu")
     t[1:3].fill_(1)
     assert t[1:3].cpu().tolist() == [1.0, 1.0]
+
+
+def test_out_view_keeps_its_strides_through_composite_out_kernels():
+    # softmax.int_out and ones/zeros(out=) resize a non-contiguous out to its
+    # own sizes, then copy into it: resize_ to the same sizes must keep the
+    # strides (as on CPU), or the tensor the out views sees the result
+    # scrambled (it did: o restrided to (5, 1) under base).
+    x = torch.randn(4, 5)
+    for fn in (lambda o, d: torch.softmax(x.to(d), 1, out=o), lambda o, d: torch.log_softmax(x.to(d), 1, out=o),
+               lambda o, d: torch.zeros((4, 5), out=o)):
+        results = []
+        for d in ("cpu", "tpu"):
+            base = torch.full((5, 4), 7.0, device=d)
+            o = base.t()
+            fn(o, d)
+            assert o.stride() == (1, 4)
+            results.append(base.cpu())
+        torch.testing.assert_close(results[1], results[0])
+    t = torch.empty(2, 3, device="tpu").t()
+    t.resize_(4, 5)  # new sizes: contiguous, as on CPU
+    assert t.stride() == (5, 1)
