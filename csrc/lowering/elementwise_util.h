@@ -27,7 +27,6 @@ inline at::ScalarType default_float() { return c10::typeMetaToScalarType(c10::ge
 inline at::ScalarType float_type(at::ScalarType t) {
   return at::isFloatingType(t) || at::isComplexType(t) ? t : default_float();
 }
-// Float or complex element type: the ones NaN and inf apply to.
 // For ops that do not promote integers to float (their result keeps an
 // integer input's dtype) and whose CPU and CUDA kernels take floating
 // types only (gelu, hypot, lerp...): refuse the others as their dispatch
@@ -36,7 +35,7 @@ inline void require_floating(LowerCtx& ctx, at::ScalarType t, bool complex_ok = 
   TORCH_CHECK_NOT_IMPLEMENTED(at::isFloatingType(t) || (complex_ok && at::isComplexType(t)), "\"", ctx.op_name(),
                               "\" not implemented for '", c10::toString(t), "'");
 }
-
+// Float or complex element type: the ones NaN and inf apply to.
 inline bool is_inexact(ElementType e) { return hlo::is_float(e) || hlo::is_complex(e); }
 
 inline ElementType et(at::ScalarType t) { return element_type(t); }

@@ -1,4 +1,5 @@
 // Advanced indexing: x[idx], x[:, idx0, idx1].
+#include <ATen/ExpandUtils.h>
 #include <c10/util/Exception.h>
 
 #include <algorithm>
@@ -117,12 +118,10 @@ TPU_LOWERING(index_put) {
   const Dims given = values.dims(), want = ai.result_dims;
   size_t lead = 0;
   while (given.size() - lead > want.size() && given[lead] == 1) ++lead;
-  bool fits = given.size() - lead <= want.size();
-  for (size_t i = lead, j = want.size() - (given.size() - lead); fits && i < given.size(); ++i, ++j)
-    fits = given[i] == 1 || given[i] == want[j];
-  TORCH_CHECK(fits, "shape mismatch: value tensor of shape ", c10::IntArrayRef(given),
+  const Dims kept(given.begin() + lead, given.end());
+  TORCH_CHECK(at::is_expandable_to(kept, want), "shape mismatch: value tensor of shape ", c10::IntArrayRef(given),
               " cannot be broadcast to indexing result of shape ", c10::IntArrayRef(want));
-  if (lead > 0) values = hlo::reshape(values, Dims(given.begin() + lead, given.end()));
+  if (lead > 0) values = hlo::reshape(values, kept);
   values = hlo::broadcast_to(values, want);
   hlo::ScatterDims sd;
   sd.update_window_dims = ai.window_dims;

@@ -84,6 +84,22 @@ Value standard_normal(Value key, Dims dims, ElementType e) {
   return box_muller(u1, u2);
 }
 
+namespace {
+
+// [..., 2] real values (real and imaginary parts on the last axis) as the
+// complex tensor [...]: complex draws are drawn as their view_as_real.
+Value complex_of_pairs(Value r) {
+  Dims dims = r.dims(), start(dims.size(), 0), limit = dims;
+  dims.pop_back();
+  limit.back() = 1;
+  Value re = hlo::reshape(hlo::slice(r, start, limit), dims);
+  start.back() = 1;
+  limit.back() = 2;
+  return hlo::make_complex(re, hlo::reshape(hlo::slice(r, start, limit), dims));
+}
+
+}  // namespace
+
 TPU_LOWERING(uniform) {
   at::ScalarType t = out_type(ctx);
   // CPU and CUDA refuse integer tensors ("check_uniform_bounds" not
@@ -98,14 +114,7 @@ TPU_LOWERING(uniform) {
     two.push_back(2);
     Value u = uniform01(ctx.rng_key(), two, ce);
     Value from = distribution_param(ctx, "from", ce, two), to = distribution_param(ctx, "to", ce, two);
-    Value r = hlo::add(from, hlo::mul(u, hlo::sub(to, from)));
-    Dims start(two.size(), 0), limit = two;
-    limit.back() = 1;
-    Value re = hlo::reshape(hlo::slice(r, start, limit), dims);
-    start.back() = 1;
-    limit.back() = 2;
-    Value im = hlo::reshape(hlo::slice(r, start, limit), dims);
-    return {hlo::make_complex(re, im)};
+    return {complex_of_pairs(hlo::add(from, hlo::mul(u, hlo::sub(to, from))))};
   }
   ElementType ce = compute_float(t);
   Value u = uniform01(ctx.rng_key(), dims, ce);
@@ -162,13 +171,7 @@ Value complex_normal(LowerCtx& ctx, at::ScalarType t) {
   two.push_back(2);
   Value z = standard_normal(ctx.rng_key(), two, ce);
   Value sd = hlo::mul(pair_param(ctx, "std", ce, two), hlo::full(ctx.b(), ce, two, 1.0 / std::sqrt(2.0)));
-  Value r = hlo::add(pair_param(ctx, "mean", ce, two), hlo::mul(z, sd));
-  Dims start(two.size(), 0), limit = two;
-  limit.back() = 1;
-  Value re = hlo::reshape(hlo::slice(r, start, limit), dims);
-  start.back() = 1;
-  limit.back() = 2;
-  return hlo::make_complex(re, hlo::reshape(hlo::slice(r, start, limit), dims));
+  return complex_of_pairs(hlo::add(pair_param(ctx, "mean", ce, two), hlo::mul(z, sd)));
 }
 
 }  // namespace
