@@ -10,7 +10,9 @@ to) against `torch.mm` on CPU with the same number of threads. The XLA
 time includes jax's dispatch of one call, measured as a jitted add of two
 one-element arrays and also subtracted (inside a program there is none).
 A ratio below 1 is XLA:CPU's dot being slower than PyTorch's CPU kernels,
-whatever program we give XLA.
+whatever program we give XLA. The last line times the step's distinct
+products together: one program against torch one after another, where
+XLA:CPU's thunk executor runs independent dots side by side.
 Usage: python benchmarks/xla_cpu_dots.py [--reps 200] [--threads 2]
 """
 
@@ -28,6 +30,30 @@ SHAPES = [  # (m, k, n): forward, and the weight / input gradients
     (512, 128, 128),  # attention output projection
     (128, 512, 128),  # a weight gradient: x^T g, x read transposed
     (512, 128, 65),  # tied head
+]
+
+STEP_DOTS = [  # (lhs, rhs, lhs read transposed, rhs read transposed): every distinct product of the training step
+    ((512, 128), (384, 128), False, True),
+    ((32, 64, 32), (32, 32, 64), False, False),
+    ((32, 64, 64), (32, 64, 32), False, False),
+    ((512, 128), (128, 128), False, True),
+    ((512, 128), (512, 128), False, True),
+    ((512, 512), (128, 512), False, True),
+    ((512, 128), (65, 128), False, True),
+    ((512, 65), (512, 128), True, False),
+    ((512, 65), (65, 128), False, False),
+    ((512, 128), (128, 512), False, False),
+    ((512, 128), (512, 512), True, False),
+    ((512, 512), (512, 128), False, False),
+    ((512, 512), (512, 128), True, False),
+    ((512, 128), (128, 128), False, False),
+    ((512, 128), (512, 128), True, False),
+    ((32, 64, 64), (32, 64, 32), True, False),
+    ((32, 64, 32), (32, 64, 32), False, True),
+    ((32, 64, 32), (32, 64, 64), True, False),
+    ((32, 64, 64), (32, 32, 64), False, True),
+    ((512, 384), (384, 128), False, False),
+    ((512, 384), (512, 128), True, False),
 ]
 
 
@@ -78,6 +104,39 @@ def main():
               f"{flops / tx / 1e3:9.0f} {tt / tx:14.2f}x {tt / net:12.2f}x")
     print(f"median XLA/torch speed {statistics.median(ratios):.2f}x, {statistics.median(net_ratios):.2f}x less "
           f"dispatch (below 1: XLA:CPU's dot is slower)")
+    step_products(args, jax, jnp, np, torch)
+
+
+def step_products(args, jax, jnp, np, torch):
+    """The training step's distinct products together: one jitted program
+    holding all of them (XLA may run independent dots side by side on its
+    threads, as it does inside the step) against the same products one
+    after another in torch, transposed operands read as views in both."""
+    rng = np.random.default_rng(0)
+    pairs = [(rng.standard_normal(a, np.float32), rng.standard_normal(b, np.float32)) for a, b, _, _ in STEP_DOTS]
+
+    def products(xs):
+        out = []
+        for (x, y), (_, _, ta, tb) in zip(xs, STEP_DOTS):
+            out.append(jnp.matmul(jnp.swapaxes(x, -1, -2) if ta else x, jnp.swapaxes(y, -1, -2) if tb else y,
+                                  precision="highest"))
+        return out
+
+    program = jax.jit(products)
+    jpairs = [(jnp.asarray(x), jnp.asarray(y)) for x, y in pairs]
+    tpairs = [(torch.from_numpy(x), torch.from_numpy(y)) for x, y in pairs]
+
+    def in_torch():
+        return [torch.matmul(x.transpose(-1, -2) if ta else x, y.transpose(-1, -2) if tb else y)
+                for (x, y), (_, _, ta, tb) in zip(tpairs, STEP_DOTS)]
+
+    t_torch, t_xla = [], []
+    for _ in range(3):
+        t_torch.append(median_us(in_torch, args.reps // 3))
+        t_xla.append(median_us(lambda: jax.block_until_ready(program(jpairs)), args.reps // 3))
+    tt, tx = statistics.median(t_torch), statistics.median(t_xla)
+    print(f"the step's {len(STEP_DOTS)} distinct products: torch one after another {tt:.0f} us, "
+          f"XLA:CPU in one program {tx:.0f} us: XLA/torch speed {tt / tx:.2f}x")
 
 
 if __name__ == "__main__":
