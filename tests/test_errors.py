@@ -131,3 +131,24 @@ def test_index_put_values_that_do_not_broadcast():
         x[idx] = torch.ones(1, 1, 3, device=d) * 5  # leading size-1 dims are dropped
         x.index_put_((idx,), torch.tensor([1.0, 2.0, 3.0], device=d), accumulate=True)
         assert x.cpu().tolist() == [[6.0, 7.0, 8.0], [6.0, 7.0, 8.0], [0.0] * 3, [0.0] * 3]
+
+
+def test_index_put_and_put_values_of_another_dtype():
+    # CPU and CUDA refuse rather than convert: on tpu x[idx] = [1.5, 2.5] (and put_)
+    # once wrote [1, 2] into an integer tensor.
+    for d in ("cpu", "tpu"):
+        x = torch.zeros(3, dtype=torch.long, device=d)
+        idx = torch.tensor([0, 2], device=d)
+        for accumulate in (False, True):
+            with pytest.raises(RuntimeError, match="Index put requires the source and destination dtypes match, "
+                                                   "got Long for the destination and Float for the source"):
+                x.index_put_((idx,), torch.tensor([1.5, 2.5], device=d), accumulate=accumulate)
+        with pytest.raises(RuntimeError, match="got Long for the destination and Float for the source"):
+            x[idx] = torch.tensor([1.5, 2.5], device=d)
+        with pytest.raises(RuntimeError, match="got Float for the destination and Long for the source"):
+            torch.index_put(torch.zeros(3, device=d), (idx,), torch.tensor([1, 2], device=d))
+        x[idx] = 7  # a Python number takes the tensor's dtype
+        assert x.cpu().tolist() == [7, 0, 7]
+        with pytest.raises(RuntimeError, match="put_\\(\\): self and source expected to have the same dtype, but got "
+                                               "self.dtype = Long and source.dtype = Float"):
+            x.put_(idx, torch.tensor([1.5, 2.5], device=d))

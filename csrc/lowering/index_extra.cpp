@@ -282,6 +282,8 @@ TPU_LOWERING(put) {
   at::assert_no_overlap(ctx.tensor_arg("self"), ctx.tensor_arg("source"));
   Value self = ctx.tensor("self");
   at::ScalarType t = ctx.tensor_arg("self").scalar_type();
+  TORCH_CHECK(ctx.dtype_of("source") == t, "put_(): self and source expected to have the same dtype, but got self.dtype = ",
+              t, " and source.dtype = ", ctx.dtype_of("source"));
   Value index = ctx.tensor("index");
   int64_t n = self.type().numel();
   int64_t k = index.type().numel();

@@ -111,6 +111,11 @@ TPU_LOWERING(index) {
 TPU_LOWERING(index_put) {
   Value self = ctx.tensor("self");
   AdvancedIndex ai = advanced_index(ctx, self);
+  // CPU and CUDA refuse to convert the values (else 1.5 written into an
+  // integer tensor would silently become 1).
+  TORCH_CHECK(ctx.dtype_of("values") == ctx.dtype_of("self"),
+              "Index put requires the source and destination dtypes match, got ", ctx.dtype_of("self"),
+              " for the destination and ", ctx.dtype_of("values"), " for the source.");
   if (indexes_empty_dim(ctx, self, ai)) return {self};
   Value values = ctx.operand("values", ctx.tensor_arg("self").scalar_type());
   // CPU's rule and message: values broadcast to the indexed result once
