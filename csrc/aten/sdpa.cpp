@@ -37,6 +37,34 @@ void native_batch_norm_boxed(const c10::OperatorHandle& op, torch::jit::Stack* s
   stack->emplace_back(std::move(invstd));
 }
 
+// native_batch_norm.out: the same in-place update of the running stats in
+// training mode, through _native_batch_norm_legit.out (without it the
+// running stats stayed stale).
+void native_batch_norm_out_boxed(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  // input, weight, bias, running_mean, running_var, training, momentum, eps, out, save_mean, save_invstd
+  const size_t n = 11;
+  auto& s = *stack;
+  auto arg = [&](size_t i) -> c10::IValue& { return s[s.size() - n + i]; };
+  bool training = arg(5).toBool();
+  bool has_running = arg(3).isTensor() && arg(3).toTensor().defined() && arg(4).isTensor() &&
+                     arg(4).toTensor().defined();
+  if (!training || !has_running) {
+    exec::run_lowered_op(op, stack);
+    return;
+  }
+  at::Tensor input = arg(0).toTensor();
+  std::optional<at::Tensor> weight = arg(1).isTensor() ? std::optional<at::Tensor>(arg(1).toTensor()) : std::nullopt;
+  std::optional<at::Tensor> bias = arg(2).isTensor() ? std::optional<at::Tensor>(arg(2).toTensor()) : std::nullopt;
+  at::Tensor rm = arg(3).toTensor(), rv = arg(4).toTensor();
+  at::Tensor out = arg(8).toTensor(), save_mean = arg(9).toTensor(), save_invstd = arg(10).toTensor();
+  double momentum = arg(6).toDouble(), eps = arg(7).toDouble();
+  torch::jit::drop(*stack, n);
+  at::_native_batch_norm_legit_out(out, save_mean, save_invstd, input, weight, bias, rm, rv, training, momentum, eps);
+  stack->emplace_back(out);
+  stack->emplace_back(save_mean);
+  stack->emplace_back(save_invstd);
+}
+
 // The meta kernel gives a 1-D input's unreduced loss shape [1]; CPU gives a
 // 0-dim tensor.
 void multilabel_margin_loss_forward_boxed(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
@@ -54,6 +82,7 @@ void multilabel_margin_loss_forward_boxed(const c10::OperatorHandle& op, torch::
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("native_batch_norm", torch::CppFunction::makeFromBoxedFunction<&native_batch_norm_boxed>());
+  m.impl("native_batch_norm.out", torch::CppFunction::makeFromBoxedFunction<&native_batch_norm_out_boxed>());
   m.impl("multilabel_margin_loss_forward",
          torch::CppFunction::makeFromBoxedFunction<&multilabel_margin_loss_forward_boxed>());
   auto engine = [&](const char* name) {

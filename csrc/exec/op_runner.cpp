@@ -459,22 +459,6 @@ std::shared_ptr<Program> compile_op(const c10::OperatorHandle& op, std::vector<c
   prog->device = device;
   MetaResult meta = run_meta(op, args);
 
-  // out= tensors take the shape the meta kernel gave them.
-  if (meta.known) {
-    for (size_t a = 0; a < sargs.size(); ++a) {
-      if (!is_write(sargs[a]) || !args[a].isTensor() || !meta.args[a].isTensor()) continue;
-      auto& real = args[a].toTensor();
-      const auto& m = meta.args[a].toTensor();
-      auto new_sizes = m.sizes();
-      if (real.sizes() != new_sizes) {
-        // Resized as the meta kernel resized it: TensorIterator restrides a
-        // resized out= to its inputs' layout (abs of a channels-last tensor).
-        prog->resizes.push_back(Resize{static_cast<int>(a), new_sizes.vec(), dense_strides(m)});
-        apply_resize(real, prog->resizes.back());
-      }
-    }
-  }
-
   // Which argument each aliasing return writes to.
   const auto& srets = schema.returns();
   auto aliased_arg = [&](const c10::Argument& ret) -> int {
@@ -485,9 +469,38 @@ std::shared_ptr<Program> compile_op(const c10::OperatorHandle& op, std::vector<c
     return -1;
   };
   std::vector<bool> returned(sargs.size(), false);
-  for (const auto& ret : srets) {
-    int a = aliased_arg(ret);
-    if (a >= 0) returned[a] = true;
+  std::vector<int> return_of(sargs.size(), -1);
+  for (size_t j = 0; j < srets.size(); ++j) {
+    int a = aliased_arg(srets[j]);
+    if (a >= 0) {
+      returned[a] = true;
+      return_of[a] = static_cast<int>(j);
+    }
+  }
+
+  // out= tensors take the shape the meta kernel gave them, or the shape
+  // fix_meta_returns gave the return that aliases them (eval-mode batch
+  // norm's save_mean into out=: [0], as on CPU, where the meta kernel says [C]).
+  if (meta.known) {
+    for (size_t a = 0; a < sargs.size(); ++a) {
+      if (!is_write(sargs[a]) || !args[a].isTensor() || !meta.args[a].isTensor()) continue;
+      auto& real = args[a].toTensor();
+      const auto& m = meta.args[a].toTensor();
+      std::vector<int64_t> new_sizes = m.sizes().vec();
+      std::vector<int64_t> strides = dense_strides(m);
+      int j = return_of[a];
+      if (j >= 0 && static_cast<size_t>(j) < meta.returns.size() && meta.returns[j] && meta.returns[j]->defined &&
+          meta.returns[j]->sizes != new_sizes) {
+        new_sizes = meta.returns[j]->sizes;
+        strides.clear();  // contiguous
+      }
+      if (real.sizes() != c10::IntArrayRef(new_sizes)) {
+        // Resized as the meta kernel resized it: TensorIterator restrides a
+        // resized out= to its inputs' layout (abs of a channels-last tensor).
+        prog->resizes.push_back(Resize{static_cast<int>(a), new_sizes, strides});
+        apply_resize(real, prog->resizes.back());
+      }
+    }
   }
 
   // Output metadata for the rule: one slot per value it returns.

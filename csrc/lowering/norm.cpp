@@ -156,6 +156,13 @@ TPU_LOWERING(_native_batch_norm_legit) {
   bool has_running = ctx.is_tensor("running_mean");
   BnResult r = bn_forward(ctx, training || !has_running, training, ctx.float_arg("momentum"), ctx.float_arg("eps"));
   std::vector<Value> out{r.out, stat_out(ctx, 1, r.mean), stat_out(ctx, 2, r.invstd)};
+  if (!training && has_running) {
+    // Eval mode: nothing is computed from the batch, and CPU's save_mean
+    // and save_invstd are empty. Said here, not only by the meta fix-up:
+    // the out= overload has no meta kernel.
+    out[1] = hlo::full(ctx.b(), r.mean.element(), {0}, 0);
+    out[2] = hlo::full(ctx.b(), r.invstd.element(), {0}, 0);
+  }
   if (has_running) {
     out.push_back(r.new_rm);
     out.push_back(r.new_rv);

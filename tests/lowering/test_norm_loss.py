@@ -49,6 +49,32 @@ def test_batch_norm_raw_ops():
     check(lambda *a: torch.ops.aten._batch_norm_no_update(*a, 0.1, 1e-5)[0], x, w, b, rm, rv)
 
 
+@pytest.mark.parametrize("training", [True, False])
+def test_batch_norm_out_overloads(training):
+    # out= into empty tensors: in eval mode CPU's save_mean and save_invstd
+    # come back empty. On tpu native_batch_norm.out failed ("broadcast_to:
+    # incompatible shapes") and _native_batch_norm_legit.out gave [C].
+    x = make((4, 3, 2))
+    w, b = make((3,), seed=1), make((3,), seed=2)
+    stats = make((3,), seed=3), make((3,), low=0.5, high=2, seed=4)
+
+    def run(device, overload):
+        rm, rv = (s.clone().to(device) for s in stats)  # the CPU run updates its own copy
+        outs = [torch.empty(0, device=device) for _ in range(3)]
+        args = [t.to(device) for t in (x, w, b)] + [rm, rv, training, 0.1, 1e-5]
+        if overload == "native":
+            torch.native_batch_norm(*args, out=tuple(outs))
+        else:
+            torch.ops.aten._native_batch_norm_legit.out(*args, out=outs[0], save_mean=outs[1], save_invstd=outs[2])
+        return [t.cpu() for t in outs + [rm, rv]]
+
+    for overload in ("native", "legit"):
+        expected, actual = run("cpu", overload), run("tpu", overload)
+        assert [tuple(t.shape) for t in actual] == [tuple(t.shape) for t in expected]
+        for a, e in zip(actual, expected):
+            assert_close(a, e)
+
+
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("training", [True, False])
 def test_batch_norm_grad(training, dtype):
