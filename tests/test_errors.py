@@ -152,3 +152,30 @@ def test_index_put_and_put_values_of_another_dtype():
         with pytest.raises(RuntimeError, match="put_\\(\\): self and source expected to have the same dtype, but got "
                                                "self.dtype = Long and source.dtype = Float"):
             x.put_(idx, torch.tensor([1.5, 2.5], device=d))
+
+
+@pytest.mark.parametrize("name,fn", [
+    ("lt", lambda a, b: a < b),
+    ("ge", lambda a, b: torch.ge(a, b)),
+    ("atan2", torch.atan2),
+    ("xlogy", torch.xlogy),
+    ("remainder", torch.remainder),
+    ("fmod", torch.fmod),
+    ("floor_divide", lambda a, b: torch.div(a, b, rounding_mode="floor")),
+    ("trunc_divide", lambda a, b: torch.div(a, b, rounding_mode="trunc")),
+])
+def test_real_only_ops_refuse_complex_like_cpu(name, fn):
+    # CPU and CUDA have no complex kernel for these. On tpu `<` answered
+    # lexicographically, atan2 and xlogy computed something, and XLA:CPU
+    # crashed the process compiling remainder of complex64.
+    cases = [(torch.tensor([1 + 1j, 0.5 - 2j]), torch.tensor([2.0, -1.0]))]
+    if name in ("remainder", "fmod", "floor_divide", "trunc_divide"):
+        cases.append((torch.tensor([True, False]), torch.tensor([True, True])))
+    for a, b in cases:
+        # NotImplementedError (a RuntimeError), or RuntimeError where torch's
+        # own Python reference refuses first (floor division of complex).
+        for d in ("cpu", "tpu"):
+            with pytest.raises(RuntimeError, match="not (implemented|supported) for"):
+                fn(a.to(d), b.to(d))
+                torch.tpu.synchronize()
+    assert (torch.tensor([1.0, 3.0], device="tpu") < 2).cpu().tolist() == [True, False]

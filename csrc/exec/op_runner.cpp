@@ -521,10 +521,15 @@ std::shared_ptr<Program> compile_op(const c10::OperatorHandle& op, std::vector<c
     results = rule(ctx);
   } catch (const hlo::UnsupportedElementType& e) {
     // A dtype the op has no kernel for, as PyTorch's dispatch reports it.
+    // Named as CPU names it: the first tensor argument's dtype (a uint8
+    // input the rule widened is still 'Byte'), or the complex dtype when
+    // StableHLO refused a complex operand (remainder of float and complex:
+    // 'ComplexFloat').
     std::string dtype = "?";
     for_each_tensor(args, [&](const at::Tensor& t, int, int) {
       if (dtype == "?") dtype = c10::toString(t.scalar_type());
     });
+    if (hlo::is_complex(e.element)) dtype = c10::toString(lowering::scalar_type(e.element));
     TORCH_CHECK_NOT_IMPLEMENTED(false, "\"", full_name(schema), "\" not implemented for '", dtype, "' (on tpu: ",
                                 e.what(), ")");
   }

@@ -24,7 +24,8 @@ class Builder;
 // it as PyTorch's dispatch does ("... not implemented for 'Long'",
 // NotImplementedError) instead of handing XLA a program it rejects.
 struct UnsupportedElementType : std::invalid_argument {
-  using std::invalid_argument::invalid_argument;
+  UnsupportedElementType(const std::string& what, ElementType e) : std::invalid_argument(what), element(e) {}
+  ElementType element;  // the operand's type StableHLO refused
 };
 
 // Handle to an SSA value inside one Builder.

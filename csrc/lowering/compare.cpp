@@ -10,6 +10,7 @@ namespace {
 std::vector<Value> compare_rule(LowerCtx& ctx, const char* dir) {
   auto dims = out_dims(ctx, {"self", "other"});
   auto t = ctx.result_type({"self", "other"});
+  if (std::string_view(dir) != "EQ" && std::string_view(dir) != "NE") require_real(ctx, t);
   return {hlo::compare(in(ctx, "self", t, dims), in(ctx, "other", t, dims), dir)};
 }
 

@@ -56,6 +56,7 @@ std::vector<Value> div_impl(LowerCtx& ctx, const std::string& mode) {
   auto dims = out_dims(ctx, {"self", "other"});
   auto t = ctx.result_type({"self", "other"});
   if (mode.empty()) t = float_type(t);
+  if (!mode.empty()) require_real(ctx, t, /*bool_ok=*/false);
   auto ct = arith_type(t);
   Value a = in(ctx, "self", ct, dims), b = in(ctx, "other", ct, dims, rounds_other(ctx));
   if (mode.empty()) return {hlo::div(a, b)};
@@ -113,6 +114,7 @@ TPU_LOWERING(floor_divide) { return div_impl(ctx, "floor"); }
 
 TPU_LOWERING(remainder) {
   auto dims = out_dims(ctx, {"self", "other"});
+  require_real(ctx, ctx.result_type({"self", "other"}), /*bool_ok=*/false);
   auto ct = arith_type(ctx.result_type({"self", "other"}));
   Value b = in(ctx, "other", ct, dims);
   check_nonzero(ctx, b);
@@ -121,6 +123,7 @@ TPU_LOWERING(remainder) {
 
 TPU_LOWERING(fmod) {
   auto dims = out_dims(ctx, {"self", "other"});
+  require_real(ctx, ctx.result_type({"self", "other"}), /*bool_ok=*/false);
   auto ct = arith_type(ctx.result_type({"self", "other"}));
   Value b = in(ctx, "other", ct, dims);
   check_nonzero(ctx, b);
@@ -133,7 +136,23 @@ TPU_LOWERING(pow) {
   auto t = ctx.result_type({"self", "exponent"});
   auto ct = arith_type(t);
   Value a = in(ctx, "self", ct, dims), e = in(ctx, "exponent", ct, dims);
-  Value p = hlo::binary("power", a, e);
+  Value p;
+  if (hlo::is_unsigned_int(a.element()) && a.element() != ElementType::kU64) {
+    // XLA reads an unsigned exponent as signed (uint8 249 as -7: a zero
+    // power). Both operands already hold the result type's values (an
+    // int64 0-dim -7 became 249, as CPU casts it); computing in int64
+    // then wrapping back gives the same residue as CPU's uint8 arithmetic.
+    p = hlo::convert(hlo::binary("power", hlo::convert(a, ElementType::kI64), hlo::convert(e, ElementType::kI64)),
+                     a.element());
+    return {p};
+  }
+  p = hlo::binary("power", a, e);
+  if (hlo::is_complex(p.element())) {
+    // XLA computes 0^z as exp(z log 0): NaN. CPU's 0^z is 0 when Re z > 0.
+    Value zero_base = hlo::compare(a, hlo::full_like(a, 0), "EQ");
+    Value positive = hlo::compare(hlo::real(e), hlo::full_like(hlo::real(e), 0), "GT");
+    p = hlo::select(and_(zero_base, positive), hlo::full_like(p, 0), p);
+  }
   if (is_inexact(p.element()) && !ctx.is_tensor("exponent")) {
     // CPU's (and CUDA's) kernels compute Scalar exponents 2, 3, -1, -2, 0.5
     // and -0.5 as products, reciprocals and sqrt/rsqrt: exact where power is
@@ -195,6 +214,7 @@ TPU_LOWERING(fmin) {
 
 TPU_LOWERING(atan2) {
   auto dims = out_dims(ctx, {"self", "other"});
+  require_real(ctx, ctx.result_type({"self", "other"}));
   auto ct = opmath(float_type(ctx.result_type({"self", "other"})));
   return {hlo::binary("atan2", in(ctx, "self", ct, dims), in(ctx, "other", ct, dims))};
 }
@@ -217,6 +237,7 @@ TPU_LOWERING(hypot) {
 // xlogy(self, other) = self * log(other), 0 where self == 0, NaN where other is NaN.
 TPU_LOWERING(xlogy) {
   auto dims = out_dims(ctx, {"self", "other"});
+  require_real(ctx, ctx.result_type({"self", "other"}));
   auto t = float_type(ctx.result_type({"self", "other"})), ct = opmath(t);
   Value x = in(ctx, "self", ct, dims), y = in(ctx, "other", ct, dims);
   // CPU and CUDA compute bf16/f16 xlogy in that type: log(y) is rounded

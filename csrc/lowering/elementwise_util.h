@@ -35,6 +35,14 @@ inline void require_floating(LowerCtx& ctx, at::ScalarType t, bool complex_ok = 
   TORCH_CHECK_NOT_IMPLEMENTED(at::isFloatingType(t) || (complex_ok && at::isComplexType(t)), "\"", ctx.op_name(),
                               "\" not implemented for '", c10::toString(t), "'");
 }
+// Ops CPU and CUDA define for real numbers only (ordering comparisons,
+// atan2, rounded division, remainder, xlogy): a complex operand is refused
+// as their dispatch refuses it, not answered (a lexicographic `<`).
+// `bool_ok = false` refuses booleans too (remainder of two bools).
+inline void require_real(LowerCtx& ctx, at::ScalarType t, bool bool_ok = true) {
+  TORCH_CHECK_NOT_IMPLEMENTED(!at::isComplexType(t) && (bool_ok || t != at::kBool), "\"", ctx.op_name(),
+                              "\" not implemented for '", c10::toString(t), "'");
+}
 // Float or complex element type: the ones NaN and inf apply to.
 inline bool is_inexact(ElementType e) { return hlo::is_float(e) || hlo::is_complex(e); }
 

@@ -248,6 +248,22 @@ def test_bf16_xlogy_rounds_the_log_like_cpu():
         torch.testing.assert_close(fn(x.to("tpu"), y.to("tpu")).cpu(), fn(x, y), rtol=0, atol=0)
 
 
+def test_pow_of_uint8_wraps_the_exponent_like_cpu():
+    # The exponent takes the result's dtype first (an int64 0-dim -7 is
+    # uint8 249, as CPU casts it); XLA read uint8 249 as -7 and gave 0.
+    a = torch.tensor([6, 4, 5, 1, 0, 255], dtype=torch.uint8)
+    check(lambda x: torch.pow(x, torch.tensor(-7)), a)
+    check(lambda x, e: torch.pow(x, e), a, torch.tensor([249, 3, 7, 0, 2, 200], dtype=torch.uint8))
+
+
+def test_pow_of_complex_zero_base_like_cpu():
+    # XLA's 0^z is exp(z log 0), NaN; CPU's is 0 where Re z > 0.
+    z = torch.tensor([0, 1, 0, 2, 0], dtype=torch.complex64)
+    check(lambda x: torch.pow(x, 1 + 2j), z)
+    check(lambda x, e: torch.pow(x, e), z, torch.tensor([1 + 2j, 2, 0.5j, -1, 3], dtype=torch.complex64))
+    check(lambda x: torch.pow(x, 2), z)
+
+
 def test_pow_half_exponents_are_sqrt_at_negative_zero_and_inf():
     x = torch.tensor([-0.0, 0.0, -float("inf"), float("inf"), 4.0, 0.25])
     for e in (0.5, -0.5):
