@@ -88,6 +88,17 @@ def test_copy_into_views_both_ways():
     assert torch.equal(out, src)
 
 
+def test_pin_memory_is_pinned():
+    # As after CUDA's pin_memory(): is_pinned() is True for the pinned copy
+    # and its views, False for ordinary CPU tensors (it was always False).
+    x = torch.arange(6.0).pin_memory()
+    assert x.is_pinned() and x[2:].is_pinned() and not torch.ones(2).is_pinned()
+    assert x.to("tpu", non_blocking=True).cpu().tolist() == list(range(6))
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.arange(8.0)), batch_size=4,
+                                         pin_memory=True)
+    assert [batch.is_pinned() for (batch,) in loader] == [True, True]
+
+
 def test_printing_shows_device():
     s = repr(torch.arange(3, device="tpu"))
     assert "device='tpu:0'" in s and "0, 1, 2" in s

@@ -5,6 +5,7 @@
 
 #include "device/generator.h"
 #include "device/guard.h"
+#include "device/pinned_memory.h"
 #include "exec/storage_resize.h"
 
 namespace torch_tpu::device {
@@ -21,8 +22,8 @@ struct TpuHooks final : public at::PrivateUse1HooksInterface {
   at::Device getDeviceFromPtr(void*) const override {
     return {c10::DeviceType::PrivateUse1, current_device()};
   }
-  bool isPinnedPtr(const void*) const override { return false; }
-  at::Allocator* getPinnedMemoryAllocator() const override { return c10::GetCPUAllocator(); }
+  bool isPinnedPtr(const void* ptr) const override { return is_pinned_ptr(ptr); }
+  at::Allocator* getPinnedMemoryAllocator() const override { return pinned_allocator(); }
   c10::DeviceIndex deviceCount() const override { return device_count(); }
   void setCurrentDevice(c10::DeviceIndex index) const override { set_current_device(index); }
   c10::DeviceIndex getCurrentDevice() const override { return current_device(); }
