@@ -179,3 +179,12 @@ def test_real_only_ops_refuse_complex_like_cpu(name, fn):
                 fn(a.to(d), b.to(d))
                 torch.tpu.synchronize()
     assert (torch.tensor([1.0, 3.0], device="tpu") < 2).cpu().tolist() == [True, False]
+
+
+def test_bincount_of_a_float_or_bool_tensor_raises_not_implemented_like_cpu():
+    for x in (torch.tensor([0.0, 1.0]), torch.tensor([True, False])):
+        for d in ("cpu", "tpu"):
+            with pytest.raises(NotImplementedError, match="bincount.* not implemented for"):
+                torch.bincount(x.to(d))
+    with pytest.raises(RuntimeError, match="1-d non-negative integral"):
+        torch.bincount(torch.tensor([-1, 2], device="tpu"))

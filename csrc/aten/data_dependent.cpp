@@ -144,8 +144,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> tpu_unique_consecutive(const at::
 }
 
 at::Tensor tpu_bincount(const at::Tensor& self, const std::optional<at::Tensor>& weights_opt, int64_t minlength) {
-  TORCH_CHECK(c10::isIntegralType(self.scalar_type(), /*includeBool=*/false) && self.dim() == 1,
-              "bincount only supports 1-d non-negative integral inputs.");
+  // CPU's dispatch refuses a non-integer dtype first (NotImplementedError).
+  TORCH_CHECK_NOT_IMPLEMENTED(c10::isIntegralType(self.scalar_type(), /*includeBool=*/false),
+                              "\"bincount\" not implemented for '", self.scalar_type(), "'");
+  TORCH_CHECK(self.dim() == 1, "bincount only supports 1-d non-negative integral inputs.");
   TORCH_CHECK(minlength >= 0, "minlength should be >= 0");
   const at::Tensor weights = weights_opt.value_or(at::Tensor());
   TORCH_CHECK(!weights.defined() || (weights.dim() == 1 && weights.size(0) == self.size(0)),
