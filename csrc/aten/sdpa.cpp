@@ -13,53 +13,64 @@ namespace torch_tpu::aten {
 
 namespace {
 
+// native_batch_norm's leading arguments: input, weight, bias, running_mean,
+// running_var, training, momentum, eps.
+struct BatchNormArgs {
+  at::Tensor input;
+  std::optional<at::Tensor> weight, bias;
+  at::Tensor running_mean, running_var;
+  bool training;
+  double momentum, eps;
+
+  // Read from the top `n` entries of the stack (n counts the out= tensors).
+  BatchNormArgs(const torch::jit::Stack& s, size_t n) {
+    auto arg = [&](size_t i) -> const c10::IValue& { return s[s.size() - n + i]; };
+    auto optional = [](const c10::IValue& v) {
+      return v.isTensor() && v.toTensor().defined() ? std::optional<at::Tensor>(v.toTensor()) : std::nullopt;
+    };
+    input = arg(0).toTensor();
+    weight = optional(arg(1));
+    bias = optional(arg(2));
+    if (auto rm = optional(arg(3))) running_mean = *rm;
+    if (auto rv = optional(arg(4))) running_var = *rv;
+    training = arg(5).toBool();
+    momentum = arg(6).toDouble();
+    eps = arg(7).toDouble();
+  }
+  // Training with running stats: the case whose write-back the schema hides.
+  bool updates_running_stats() const { return training && running_mean.defined() && running_var.defined(); }
+};
+
 void native_batch_norm_boxed(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
-  // input, weight, bias, running_mean, running_var, training, momentum, eps
-  const size_t n = 8;
-  auto& s = *stack;
-  auto arg = [&](size_t i) -> c10::IValue& { return s[s.size() - n + i]; };
-  bool training = arg(5).toBool();
-  bool has_running = arg(3).isTensor() && arg(3).toTensor().defined() && arg(4).isTensor() &&
-                     arg(4).toTensor().defined();
-  if (!training || !has_running) {
+  BatchNormArgs a(*stack, 8);
+  if (!a.updates_running_stats()) {
     exec::run_lowered_op(op, stack);
     return;
   }
-  at::Tensor input = arg(0).toTensor();
-  std::optional<at::Tensor> weight = arg(1).isTensor() ? std::optional<at::Tensor>(arg(1).toTensor()) : std::nullopt;
-  std::optional<at::Tensor> bias = arg(2).isTensor() ? std::optional<at::Tensor>(arg(2).toTensor()) : std::nullopt;
-  at::Tensor rm = arg(3).toTensor(), rv = arg(4).toTensor();
-  double momentum = arg(6).toDouble(), eps = arg(7).toDouble();
-  torch::jit::drop(*stack, n);
-  auto [out, mean, invstd] = at::_native_batch_norm_legit(input, weight, bias, rm, rv, training, momentum, eps);
+  torch::jit::drop(*stack, 8);
+  auto [out, mean, invstd] = at::_native_batch_norm_legit(a.input, a.weight, a.bias, a.running_mean, a.running_var,
+                                                          a.training, a.momentum, a.eps);
   stack->emplace_back(std::move(out));
   stack->emplace_back(std::move(mean));
   stack->emplace_back(std::move(invstd));
 }
 
-// native_batch_norm.out: the same in-place update of the running stats in
-// training mode, through _native_batch_norm_legit.out (without it the
-// running stats stayed stale).
+// native_batch_norm.out (+ out, save_mean, save_invstd): the same update
+// through _native_batch_norm_legit.out (without it the running stats
+// stayed stale).
 void native_batch_norm_out_boxed(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
-  // input, weight, bias, running_mean, running_var, training, momentum, eps, out, save_mean, save_invstd
   const size_t n = 11;
-  auto& s = *stack;
-  auto arg = [&](size_t i) -> c10::IValue& { return s[s.size() - n + i]; };
-  bool training = arg(5).toBool();
-  bool has_running = arg(3).isTensor() && arg(3).toTensor().defined() && arg(4).isTensor() &&
-                     arg(4).toTensor().defined();
-  if (!training || !has_running) {
+  BatchNormArgs a(*stack, n);
+  if (!a.updates_running_stats()) {
     exec::run_lowered_op(op, stack);
     return;
   }
-  at::Tensor input = arg(0).toTensor();
-  std::optional<at::Tensor> weight = arg(1).isTensor() ? std::optional<at::Tensor>(arg(1).toTensor()) : std::nullopt;
-  std::optional<at::Tensor> bias = arg(2).isTensor() ? std::optional<at::Tensor>(arg(2).toTensor()) : std::nullopt;
-  at::Tensor rm = arg(3).toTensor(), rv = arg(4).toTensor();
-  at::Tensor out = arg(8).toTensor(), save_mean = arg(9).toTensor(), save_invstd = arg(10).toTensor();
-  double momentum = arg(6).toDouble(), eps = arg(7).toDouble();
+  auto& s = *stack;
+  at::Tensor out = s[s.size() - 3].toTensor(), save_mean = s[s.size() - 2].toTensor(),
+             save_invstd = s[s.size() - 1].toTensor();
   torch::jit::drop(*stack, n);
-  at::_native_batch_norm_legit_out(out, save_mean, save_invstd, input, weight, bias, rm, rv, training, momentum, eps);
+  at::_native_batch_norm_legit_out(out, save_mean, save_invstd, a.input, a.weight, a.bias, a.running_mean,
+                                   a.running_var, a.training, a.momentum, a.eps);
   stack->emplace_back(out);
   stack->emplace_back(save_mean);
   stack->emplace_back(save_invstd);
