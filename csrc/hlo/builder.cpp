@@ -78,6 +78,13 @@ Value Builder::emit(std::string_view op, const std::vector<Value>& operands, Ten
 
 namespace {
 
+template <size_t N>
+bool listed(const std::string_view (&ops)[N], std::string_view op) {
+  for (std::string_view o : ops)
+    if (o == op) return true;
+  return false;
+}
+
 // Elementwise ops StableHLO defines for floating-point (and complex)
 // operands only, and those it defines for numbers but not booleans.
 bool float_only(std::string_view op) {
@@ -85,15 +92,11 @@ bool float_only(std::string_view op) {
       "exponential", "exponential_minus_one", "log", "log_plus_one", "logistic", "tanh", "sqrt", "rsqrt",
       "cbrt", "sine", "cosine", "tan", "atan2", "floor", "ceil", "round_nearest_afz", "round_nearest_even",
       "is_finite"};
-  for (std::string_view o : kOps)
-    if (o == op) return true;
-  return false;
+  return listed(kOps, op);
 }
 bool not_boolean(std::string_view op) {
   static const std::string_view kOps[] = {"negate", "subtract", "divide", "remainder", "power", "abs", "sign"};
-  for (std::string_view o : kOps)
-    if (o == op) return true;
-  return false;
+  return listed(kOps, op);
 }
 
 // Ops StableHLO defines for real numbers only. XLA:CPU does not reject a
@@ -102,9 +105,7 @@ bool not_boolean(std::string_view op) {
 bool real_only(std::string_view op) {
   static const std::string_view kOps[] = {"remainder", "floor", "ceil", "round_nearest_afz", "round_nearest_even",
                                           "is_finite", "reduce_precision"};
-  for (std::string_view o : kOps)
-    if (o == op) return true;
-  return false;
+  return listed(kOps, op);
 }
 
 void check_element_types(std::string_view op, const std::vector<Value>& operands) {

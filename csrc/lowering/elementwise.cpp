@@ -136,21 +136,20 @@ TPU_LOWERING(pow) {
   auto t = ctx.result_type({"self", "exponent"});
   auto ct = arith_type(t);
   Value a = in(ctx, "self", ct, dims), e = in(ctx, "exponent", ct, dims);
-  Value p;
   if (hlo::is_unsigned_int(a.element()) && a.element() != ElementType::kU64) {
     // XLA reads an unsigned exponent as signed (uint8 249 as -7: a zero
     // power). Both operands already hold the result type's values (an
     // int64 0-dim -7 became 249, as CPU casts it); computing in int64
     // then wrapping back gives the same residue as CPU's uint8 arithmetic.
-    p = hlo::convert(hlo::binary("power", hlo::convert(a, ElementType::kI64), hlo::convert(e, ElementType::kI64)),
-                     a.element());
-    return {p};
+    Value wide = hlo::binary("power", hlo::convert(a, ElementType::kI64), hlo::convert(e, ElementType::kI64));
+    return {hlo::convert(wide, a.element())};
   }
-  p = hlo::binary("power", a, e);
+  Value p = hlo::binary("power", a, e);
   if (hlo::is_complex(p.element())) {
     // XLA computes 0^z as exp(z log 0): NaN. CPU's 0^z is 0 when Re z > 0.
     Value zero_base = hlo::compare(a, hlo::full_like(a, 0), "EQ");
-    Value positive = hlo::compare(hlo::real(e), hlo::full_like(hlo::real(e), 0), "GT");
+    Value re = hlo::real(e);
+    Value positive = hlo::compare(re, hlo::full_like(re, 0), "GT");
     p = hlo::select(and_(zero_base, positive), hlo::full_like(p, 0), p);
   }
   if (is_inexact(p.element()) && !ctx.is_tensor("exponent")) {

@@ -28,6 +28,11 @@ double machine_eps(Value x) {
 
 // ---- gamma family -----------------------------------------------------------
 
+// x minus its nearest integer, in [-1/2, 1/2] and exact: the argument of
+// the reflection formulas' sin(pi x) and tan(pi x) (period 1 in x), which
+// keeps the distance to a pole that pi * x would lose in f32.
+Value reduced_to_half_period(Value x) { return x - hlo::unary("round_nearest_even", x); }
+
 // log|Gamma(x)| by the Lanczos approximation (g = 7, 9 terms) with the
 // reflection formula below 1/2.
 Value lgamma(Value x) {
@@ -40,9 +45,7 @@ Value lgamma(Value x) {
   for (int i = 1; i < 9; ++i) a = a + c[i] / (z + static_cast<double>(i));
   Value t = z + 7.5;
   Value lg = (0.5 * std::log(2 * kPi)) + (z + 0.5) * log(t) - t + log(a);
-  // log(pi / |sin(pi x)|) with the argument reduced to [-1/2, 1/2].
-  Value r = x - hlo::unary("round_nearest_even", x);
-  Value lr = log(kPi / fabs(sin(kPi * r))) - lg;
+  Value lr = log(kPi / fabs(sin(kPi * reduced_to_half_period(x)))) - lg;
   Value out = sel(refl, lr, lg);
   return sel(eq(fabs(x), kInf), kInf, out);
 }
@@ -52,11 +55,9 @@ Value digamma(Value x) {
   Value neg = lt(x, 0.0);
   Value tr = ew::trunc(x);
   Value is_int = eq(x, tr);
-  // pi / tan(pi x) with the argument reduced to [-1/2, 1/2] (tan has period
-  // pi): near a pole x - trunc(x) is close to +-1, and pi times it in f32
-  // lost the small distance (4% off at x = -2 + 1.2e-7; CPU reduces in double).
-  Value frac = x - tr;
-  Value refl = kPi / tan(kPi * (frac - hlo::unary("round_nearest_even", frac)));
+  // Reduced, not x - trunc(x): near a pole that is close to +-1, and pi
+  // times it lost the distance (4% off at x = -2 + 1.2e-7).
+  Value refl = kPi / tan(kPi * reduced_to_half_period(x));
   Value y = sel(neg, 1.0 - x, x);
   Value res = K(x, 0);
   for (int i = 0; i < 10; ++i) {
