@@ -74,6 +74,10 @@ from . import process_sharing  # noqa: E402
 
 process_sharing.install()  # tpu tensors through multiprocessing queues travel as copies
 
+from . import data_parallel  # noqa: E402
+
+data_parallel.install()  # nn.DataParallel's scatter/gather (CUDA-only in torch's C++) on tpu
+
 __all__ = ["tpu", "eager_mode", "get_eager_mode", "mark_step", "fusion_stats", "compile_stats", "mark_dynamic",
            "recompile_log", "jax_op", "export", "estimate", "profiler",
            "cpu_fallback", "cpu_fallback_enabled", "cpu_fallback_stats", "reset_cpu_fallback_stats"]
