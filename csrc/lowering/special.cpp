@@ -5,6 +5,9 @@
 // every branch is computed and the right one selected per element; loops
 // with a data-dependent trip count are unrolled to a bound that covers them.
 // bf16/f16 and integer inputs compute in float32, float64 in float64.
+#include <functional>
+#include <iterator>
+
 #include "lowering/special_coeffs.h"
 #include "lowering/special_util.h"
 #include "runtime/runtime.h"
@@ -89,30 +92,79 @@ Value trigamma(Value x) {
   return sel(small, -res, res);
 }
 
-// Hurwitz zeta(x, q) (Cephes): direct sum until the terms are negligible and
-// a > 9, then Euler-Maclaurin. The direct sum is unrolled to 30 terms, which
-// covers q > -21.
-Value zeta(Value x, Value q) {
+// Cephes' loops that run each element until its own test breaks out:
+// a stablehlo.while over the whole tensor that stops when every element
+// is done (or after `max_iter` steps). `step` maps the state to the next
+// state and the elements that finish with it; a done element keeps its
+// values. Elements marked in `done` from the start (those another branch
+// answers) cost nothing but the vector lanes. Returns the final state and,
+// last, the done mask (false where `max_iter` ran out).
+using LoopStep = std::function<std::pair<std::vector<Value>, Value>(const std::vector<Value>&)>;
+std::vector<Value> until_done(std::vector<Value> state, Value done, int64_t max_iter, const LoopStep& step) {
+  Builder& b = done.builder();
+  const size_t n = state.size();
+  const int64_t rank = done.rank();
+  Dims all(rank);
+  for (int64_t i = 0; i < rank; ++i) all[i] = i;
+  auto every = [&](Value d) { return rank == 0 ? d : hlo::reduce(d, all, hlo::ReduceKind::kAnd); };
+  std::vector<Value> init{hlo::constant_int(b, ElementType::kI32, 0), every(done), done};
+  init.insert(init.end(), state.begin(), state.end());
+  auto out = hlo::while_loop(
+      init,
+      [&](const std::vector<Value>& s) {
+        Value more = hlo::compare(s[0], hlo::constant_int(b, ElementType::kI32, max_iter), "LT");
+        return and_(more, not_(s[1]));
+      },
+      [&](const std::vector<Value>& s) {
+        std::vector<Value> cur(s.begin() + 3, s.end());
+        auto [next, finished] = step(cur);
+        Value d = s[2];
+        std::vector<Value> r{hlo::add(s[0], hlo::constant_int(b, ElementType::kI32, 1)), K(s[1], 0.0), d};
+        for (size_t i = 0; i < n; ++i) r.push_back(sel(d, cur[i], next[i]));
+        r[2] = or_(d, finished);
+        r[1] = every(r[2]);
+        return r;
+      });
+  std::vector<Value> res(out.begin() + 3, out.end());
+  res.push_back(out[2]);
+  return res;
+}
+
+// float32 computed in float64 where CPU's kernels do (Math.h's acc_type),
+// except on a TPU, which has no native float64.
+ElementType cpu_accumulation(ElementType e) {
+  return e == ElementType::kF32 && !runtime::get().platform().is_tpu() ? ElementType::kF64 : e;
+}
+
+// Hurwitz zeta(x, q) (Cephes, as PyTorch's Math.h): direct sum until the
+// terms are negligible and a > 9, then Euler-Maclaurin. For q < 0 the
+// direct sum runs about -q terms first; it is cut at 2^20 terms (q below
+// about -10^6, where CPU's loop takes as long per element), which gives
+// NaN rather than a partial sum. float32 is summed in float64 as on CPU:
+// zeta(501, 501) underflows to 0 there and 501^24 does not overflow.
+Value zeta(Value x_in, Value q_in) {
+  const ElementType out_type = x_in.element();
+  const ElementType wide = cpu_accumulation(out_type);
+  Value x = hlo::convert(x_in, wide), q = hlo::convert(q_in, wide);
   const double kMachEp = 1.11022302462515654042E-16;
-  Value s = pow(q, -x);
-  Value a = q, b = K(q, 0);
-  Value done = falses(x.builder(), x);
-  for (int i = 0; i < 30; ++i) {
-    Value go = not_(done);
-    if (i >= 9) go = and_(go, le(a, 9.0));
-    Value a2 = a + 1.0;
-    Value b2 = pow(a2, -x);
-    Value s2 = s + b2;
-    a = sel(go, a2, a);
-    b = sel(go, b2, b);
-    s = sel(go, s2, s);
-    done = or_(done, and_(go, and_(lt(-kMachEp * s2, b2), lt(b2, kMachEp * s2))));
-  }
+  Value q_nonpos = le(q, 0.0);
+  Value special = or_(le(x, 1.0), and_(q_nonpos, or_(eq(q, floor(q)), ne(x, floor(x)))));
+  Value s0 = pow(q, -x);
+  // State: x, i, a, b, s, converged.
+  auto direct = until_done({x, K(x, 0.0), q, K(q, 0.0), s0, falses(x.builder(), x)}, special, int64_t{1} << 20,
+                           [&](const std::vector<Value>& st) {
+                             Value xx = st[0], i = st[1] + 1.0, a = st[2] + 1.0;
+                             Value b = pow(a, -xx), s = st[4] + b;
+                             Value conv = and_(lt(-kMachEp * s, b), lt(b, kMachEp * s));
+                             Value leave = and_(ge(i, 9.0), not_(le(a, 9.0)));  // NaN leaves, as on CPU
+                             return std::pair{std::vector<Value>{xx, i, a, b, s, conv}, or_(conv, leave)};
+                           });
+  Value a = direct[2], b = direct[3], s = direct[4], converged = direct[5], finished = direct[6];
   Value w = a;
   Value s_em = s + b * w / (x - 1.0) - 0.5 * b;
   Value am = K(x, 1.0);
   Value k = K(x, 0.0);
-  Value em_done = done;
+  Value em_done = converged;
   for (int i = 0; i < 12; ++i) {
     am = am * (x + k);
     b = b / w;
@@ -125,12 +177,12 @@ Value zeta(Value x, Value q) {
     b = b / w;
     k = k + 1.0;
   }
-  Value out = sel(done, s, s_em);
-  Value q_nonpos = le(q, 0.0);
+  Value out = sel(converged, s, s_em);
+  out = sel(not_(finished), kNaN, out);
   out = sel(and_(q_nonpos, ne(x, floor(x))), kNaN, out);
   out = sel(and_(q_nonpos, eq(q, floor(q))), kInf, out);
   out = sel(lt(x, 1.0), kNaN, out);
-  return sel(eq(x, 1.0), kInf, out);
+  return hlo::convert(sel(eq(x, 1.0), kInf, out), out_type);
 }
 
 Value polygamma(int64_t n, Value x) {
@@ -141,72 +193,126 @@ Value polygamma(int64_t n, Value x) {
 }
 
 // ---- regularized incomplete gamma ----------------------------------------------
-// SciPy/Cephes igam and igamc without the asymptotic series for large a
-// near x: the power series and the continued fraction are unrolled to a
-// fixed number of terms, enough for a up to about 100 (extra terms leave a
-// converged value unchanged).
+// PyTorch's calc_igamma / calc_igammac (SciPy's Cephes igam.c): Temme's
+// uniform asymptotic expansion where a is large and x near it, else the
+// power series, the continued fraction or the Q series, each run per
+// element until its own convergence test (at most 2000 steps, as there).
 
-// x^a e^-x / Gamma(a)
-Value igam_fac(Value a, Value x) { return exp(a * log(x) - x - lgamma(a)); }
+double igam_eps(Value v) { return v.element() == ElementType::kF64 ? 1.11022302462515654042E-16 : 5.9604644775390625E-8; }
+constexpr int64_t kIgamMaxIter = 2000;
 
-// P(a, x) by DLMF 8.11.4.
-Value igam_series(Value a, Value x) {
-  Value r = a, c = K(a, 1.0), ans = K(a, 1.0);
-  for (int i = 0; i < 64; ++i) {
-    r = r + 1.0;
-    c = c * x / r;
-    ans = ans + c;
-  }
-  return ans * igam_fac(a, x) / a;
+// Boost's Lanczos sum scaled by exp(g) (Math.h's ratevl: in 1/x above 1,
+// where the degree-12 polynomials would overflow).
+Value lanczos_sum_expg_scaled(Value x) {
+  auto horner = [&](Value y, const double* c, size_t n, bool reversed) {
+    Value r = K(y, reversed ? c[n - 1] : c[0]);
+    for (size_t i = 1; i < n; ++i) r = r * y + (reversed ? c[n - 1 - i] : c[i]);
+    return r;
+  };
+  const double* num = sc::k_lanczos_expg_scaled_num;
+  const double* den = sc::k_lanczos_expg_scaled_den;
+  const size_t n = std::size(sc::k_lanczos_expg_scaled_num);
+  Value small = horner(x, num, n, false) / horner(x, den, n, false);
+  Value y = 1.0 / x;
+  Value large = horner(y, num, n, true) / horner(y, den, n, true);
+  return sel(gt(fabs(x), 1.0), large, small);
 }
 
-// Q(a, x) by DLMF 8.7.3, for x <= 1.1.
-Value igamc_series(Value a, Value x) {
-  Value fac = K(a, 1.0), sum = K(a, 0.0);
-  for (int n = 1; n < 24; ++n) {
-    fac = fac * -x / static_cast<double>(n);
-    sum = sum + fac / (a + static_cast<double>(n));
-  }
+// x^a e^-x / Gamma(a). Near a = x the Lanczos form: a log x - x - lgamma(a)
+// is a difference of numbers near a log a, whose rounding alone put
+// igamma(13437.7, 13437.7) at 0.21 in float32 (0.5 on CPU).
+Value igam_fac(Value a, Value x) {
+  const double maxlog = a.element() == ElementType::kF64 ? 7.09782712893383996843E2 : 88.72283905206835;
+  const double g = 6.024680040776729583740234375;
+  Value ax = a * log(x) - x - lgamma(a);
+  Value far = sel(lt(ax, -maxlog), 0.0, exp(ax));
+  Value fac = a + (g - 0.5);
+  Value res = sqrt(fac / std::exp(1.0)) / lanczos_sum_expg_scaled(a);
+  Value numfac = (x - a - g + 0.5) / fac;
+  Value small = res * exp(a - x) * pow(x / fac, a);
+  Value large = res * exp(a * (log1p(numfac) - numfac) + x * (0.5 - g) / fac);
+  Value near = sel(and_(lt(a, 200.0), lt(x, 200.0)), small, large);
+  return sel(gt(fabs(a - x), 0.4 * fabs(a)), far, near);
+}
+
+// P(a, x) by DLMF 8.11.4, for the elements not in `skip`.
+Value igam_series(Value a, Value x, Value skip) {
+  const double eps = igam_eps(a);
+  auto st = until_done({x, a, K(a, 1.0), K(a, 1.0)}, skip, kIgamMaxIter, [&](const std::vector<Value>& v) {
+    Value r = v[1] + 1.0, c = v[2] * v[0] / r, ans = v[3] + c;
+    return std::pair{std::vector<Value>{v[0], r, c, ans}, le(c, eps * ans)};
+  });
+  Value ax = igam_fac(a, x);
+  return sel(eq(ax, 0.0), 0.0, st[3] * ax / a);
+}
+
+// Q(a, x) by DLMF 8.7.3 (x <= 1.1), for the elements not in `skip`.
+Value igamc_series(Value a, Value x, Value skip) {
+  const double eps = igam_eps(a);
+  auto st = until_done({a, x, K(a, 1.0), K(a, 1.0), K(a, 0.0)}, skip, kIgamMaxIter,
+                       [&](const std::vector<Value>& v) {
+                         Value n = v[2], fac = v[3] * -v[1] / n, term = fac / (v[0] + n), sum = v[4] + term;
+                         return std::pair{std::vector<Value>{v[0], v[1], n + 1.0, fac, sum},
+                                          le(fabs(term), eps * fabs(sum))};
+                       });
   Value logx = log(x);
   Value term = -hlo::unary("exponential_minus_one", a * logx - lgamma(1.0 + a));
-  return term - exp(a * logx - lgamma(a)) * sum;
+  return term - exp(a * logx - lgamma(a)) * st[4];
 }
 
-// Q(a, x) by the continued fraction DLMF 8.9.2, for x > 1.1 and x >= a.
-Value igamc_cf(Value a, Value x) {
+// Q(a, x) by the continued fraction DLMF 8.9.2 (x > 1.1, x >= a), for the
+// elements not in `skip`.
+Value igamc_cf(Value a, Value x, Value skip) {
   const bool f64 = a.element() == ElementType::kF64;
+  const double eps = igam_eps(a);
   const double big = f64 ? 4.503599627370496e15 : 16777216.;
   const double biginv = f64 ? 2.22044604925031308085e-16 : 5.9604644775390625E-8;
-  Value y = 1.0 - a, z = x + y + 1.0, c = K(a, 0.0);
-  Value pkm2 = K(a, 1.0), qkm2 = x, pkm1 = x + 1.0, qkm1 = z * x;
-  Value ans = pkm1 / qkm1;
-  for (int i = 0; i < 48; ++i) {
-    c = c + 1.0;
-    y = y + 1.0;
-    z = z + 2.0;
-    Value yc = y * c;
-    Value pk = pkm1 * z - pkm2 * yc, qk = qkm1 * z - qkm2 * yc;
-    ans = sel(ne(qk, 0.0), pk / qk, ans);
-    pkm2 = pkm1;
-    pkm1 = pk;
-    qkm2 = qkm1;
-    qkm1 = qk;
-    Value scale = sel(gt(fabs(pk), big), K(a, biginv), K(a, 1.0));
-    pkm2 = pkm2 * scale;
-    pkm1 = pkm1 * scale;
-    qkm2 = qkm2 * scale;
-    qkm1 = qkm1 * scale;
-  }
-  return ans * igam_fac(a, x);
+  Value y = 1.0 - a, z = x + y + 1.0;
+  Value pkm1 = x + 1.0, qkm1 = z * x;
+  // State: c, y, z, pkm2, pkm1, qkm2, qkm1, ans.
+  auto st = until_done({K(a, 0.0), y, z, K(a, 1.0), pkm1, x, qkm1, pkm1 / qkm1}, skip, kIgamMaxIter,
+                       [&](const std::vector<Value>& v) {
+                         Value c = v[0] + 1.0, yy = v[1] + 1.0, zz = v[2] + 2.0, yc = yy * c;
+                         Value pk = v[4] * zz - v[3] * yc, qk = v[6] * zz - v[5] * yc;
+                         Value nz = ne(qk, 0.0);
+                         Value r = pk / qk;
+                         Value t = sel(nz, fabs((v[7] - r) / r), K(r, 1.0));
+                         Value ans = sel(nz, r, v[7]);
+                         Value scale = sel(gt(fabs(pk), big), K(a, biginv), K(a, 1.0));
+                         return std::pair{std::vector<Value>{c, yy, zz, v[4] * scale, pk * scale, v[6] * scale,
+                                                             qk * scale, ans},
+                                          le(t, eps)};
+                       });
+  Value ax = igam_fac(a, x);
+  return sel(eq(ax, 0.0), 0.0, st[7] * ax);
 }
 
-Value igammac_core(Value a, Value x) {
-  Value one_minus_p = 1.0 - igam_series(a, x);
-  Value qs = igamc_series(a, x);
-  Value r_big = sel(lt(x, a), one_minus_p, igamc_cf(a, x));
-  Value r_small = sel(lt(-0.4 / log(x), a), one_minus_p, qs);
-  Value r_mid = sel(lt(x * 1.1, a), one_minus_p, qs);
-  return sel(gt(x, 1.1), r_big, sel(le(x, 0.5), r_small, r_mid));
+// P (`lower`) or Q for large a near x: Temme's expansion, DLMF 8.12.3/8.12.4.
+// The inner sums take all 25 coefficients (the ones past Cephes' break are
+// below its precision); the outer one stops where Cephes does, at the
+// first growing term (the series is asymptotic) or at convergence.
+Value igam_asymptotic(Value a, Value x, bool lower) {
+  const double eps = igam_eps(a);
+  Value sigma = (x - a) / a, lambda = x / a;
+  Value e = sqrt(-2.0 * (log1p(sigma) - sigma));
+  Value eta = sel(gt(lambda, 1.0), e, sel(lt(lambda, 1.0), -e, K(a, 0.0)));
+  const double sgn = lower ? -1.0 : 1.0;
+  Value res = 0.5 * ew::erfc(sgn * eta * sqrt(a / 2.0));
+  Value sum = K(a, 0.0), afac = K(a, 1.0), absold = K(a, kInf), stop = falses(a.builder(), a);
+  for (int k = 0; k < 25; ++k) {
+    Value ck = K(a, sc::k_igam_d[k][24]);
+    for (int n = 23; n >= 0; --n) ck = ck * eta + sc::k_igam_d[k][n];
+    Value term = ck * afac, absterm = fabs(term);
+    stop = or_(stop, gt(absterm, absold));
+    Value sum2 = sum + term;
+    sum = sel(stop, sum, sum2);
+    stop = or_(stop, lt(absterm, eps * fabs(sum2)));
+    absold = absterm;
+    afac = afac / a;
+  }
+  // 2 pi in float, as Math.h writes it (c10::pi<float>) for both types.
+  const double two_pi = 2.0 * static_cast<double>(static_cast<float>(kPi));
+  return res + sgn * exp(-0.5 * a * eta * eta) * sum / sqrt(two_pi * a);
 }
 
 // Boundary values (SciPy's): `lower` selects P = igamma, else Q = igammac.
@@ -220,12 +326,39 @@ Value igamma_edges(Value a, Value x, Value r, bool lower) {
   return sel(or_(lt(x, 0.0), lt(a, 0.0)), kNaN, r);
 }
 
-Value igamma(Value a, Value x) {
-  Value r = sel(and_(gt(x, 1.0), gt(x, a)), 1.0 - igammac_core(a, x), igam_series(a, x));
-  return igamma_edges(a, x, r, true);
+// P (`lower`) or Q, with calc_igamma's and calc_igammac's choice of method
+// per element; each iterative method runs only where it is the one chosen.
+Value igam(Value a, Value x, bool lower) {
+  Value absxma_a = fabs(x - a) / a;
+  Value asym = or_(and_(and_(gt(a, 20.0), lt(a, 200.0)), lt(absxma_a, 0.3)),
+                   and_(gt(a, 200.0), lt(absxma_a, 4.5 / sqrt(a))));
+  // Q's method (calc_igammac): 1 - P series, the continued fraction or the Q series.
+  Value x_big = gt(x, 1.1), x_small = le(x, 0.5);
+  Value q_by_p = sel(x_big, lt(x, a), sel(x_small, lt(-0.4 / log(x), a), lt(x * 1.1, a)));
+  Value q_by_cf = and_(x_big, not_(q_by_p));
+  Value q_by_series = and_(not_(x_big), not_(q_by_p));
+  // P (calc_igamma) takes 1 - Q where x > 1 and x > a (Q then never uses
+  // the P series), else the P series.
+  Value p_by_q = and_(gt(x, 1.0), gt(x, a));
+  Value use_p_series, use_cf, use_q_series;
+  if (lower) {
+    use_p_series = and_(not_(asym), not_(p_by_q));
+    use_cf = and_(and_(not_(asym), p_by_q), q_by_cf);
+    use_q_series = and_(and_(not_(asym), p_by_q), q_by_series);
+  } else {
+    use_p_series = and_(not_(asym), q_by_p);
+    use_cf = and_(not_(asym), q_by_cf);
+    use_q_series = and_(not_(asym), q_by_series);
+  }
+  Value ps = igam_series(a, x, not_(use_p_series));
+  Value qc = sel(use_cf, igamc_cf(a, x, not_(use_cf)), igamc_series(a, x, not_(use_q_series)));
+  Value r = lower ? sel(use_p_series, ps, 1.0 - qc) : sel(use_p_series, 1.0 - ps, qc);
+  r = sel(asym, igam_asymptotic(a, x, lower), r);
+  return igamma_edges(a, x, r, lower);
 }
 
-Value igammac(Value a, Value x) { return igamma_edges(a, x, igammac_core(a, x), false); }
+Value igamma(Value a, Value x) { return igam(a, x, true); }
+Value igammac(Value a, Value x) { return igam(a, x, false); }
 
 // ---- error function family ---------------------------------------------------
 

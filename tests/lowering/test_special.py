@@ -275,3 +275,31 @@ def test_digamma_near_its_poles():
     expected = torch.digamma(x.double()).float()
     for fn in (torch.digamma, lambda t: torch.polygamma(0, t)):
         assert_close(fn(x.to("tpu")), expected, rtol=1e-5, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [F32, F64])
+@pytest.mark.parametrize("fn", [torch.igamma, torch.igammac])
+def test_incomplete_gamma_for_large_a(fn, dtype):
+    # a in the hundreds to millions, x near a (Temme's expansion on CPU;
+    # float32 gave 0.21 for CPU's 0.5 at a = x = 13437.7), x just outside
+    # that band (the series then needs hundreds of terms, not 64), and
+    # x = 1e20 (NaN for CPU's 1 and 0).
+    a = torch.tensor([25.0, 150.0, 501.0, 1001.2, 13437.7, 4988429.0], dtype=dtype).reshape(-1, 1)
+    x = (a * torch.tensor([0.5, 0.9, 0.97, 0.99, 1.0, 1.01, 1.03, 1.1, 2.0], dtype=dtype)).flatten(0)
+    a = a.expand(-1, 9).flatten(0)
+    a = torch.cat([a, torch.tensor([501.0, 13437.7], dtype=dtype)])
+    x = torch.cat([x, torch.tensor([1e20, 1e20], dtype=dtype)])
+    check(fn, a, x, atol=2e-5 if dtype == F32 else 1e-12, rtol=1e-4 if dtype == F32 else 1e-10)
+
+
+def test_zeta_and_polygamma_far_from_the_origin():
+    # CPU sums float32 in float64 and runs the direct sum for q < 0 until
+    # q + n > 9: zeta(501, 501) is 0 there (was NaN), zeta(5, -1001.2) a
+    # thousand-term sum (was 30 terms: polygamma(4, -1001.2) gave ~0 for
+    # CPU's 74912.6).
+    x = torch.tensor([501.0, 501.0, 1001.2, 5.0, 2.0, 3.0, 1.5])
+    q = torch.tensor([501.0, -1001.2, 13437.7, -1001.2, -13437.7, 0.25, float("nan")])
+    check(torch.special.zeta, x, q, atol=1e-6, rtol=1e-5)
+    p = torch.tensor([-1001.2, -13437.7, -20.5, 3.7, 1e4])
+    for n in (2, 3, 4):
+        check(lambda t: torch.polygamma(n, t), p, atol=1e-6, rtol=1e-4)
