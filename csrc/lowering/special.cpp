@@ -3,7 +3,10 @@
 // small ones (sinc, logit, entr, xlog1py). They follow the approximations
 // PyTorch uses on CPU (Cephes, see special_coeffs.h) written as StableHLO:
 // every branch is computed and the right one selected per element; loops
-// with a data-dependent trip count are unrolled to a bound that covers them.
+// with a data-dependent trip count are unrolled to a bound that covers them,
+// or, where the count grows with the argument (the incomplete gamma's
+// series for large a, zeta's direct sum for negative q), run as a
+// stablehlo.while until every element meets its own test (until_done).
 // bf16/f16 and integer inputs compute in float32, float64 in float64.
 #include <functional>
 #include <iterator>
