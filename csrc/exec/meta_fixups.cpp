@@ -91,6 +91,16 @@ bool result_contiguous_on_cpu(const std::string& op) {
   return op == "aten::normal" || op == "aten::_fft_r2c" || op == "aten::_fft_c2r";
 }
 
+// multi_margin_loss(reduction='none') of a 0-d target (one sample): CPU's
+// result is 0-d, the meta kernel's [1].
+bool unbatched_margin_loss(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args) {
+  if (schema.name() != "aten::multi_margin_loss") return false;
+  const c10::IValue* target = find_arg(schema, args, "target");
+  const c10::IValue* reduction = find_arg(schema, args, "reduction");
+  return defined_tensor(target) && target->toTensor().dim() == 0 && reduction && reduction->isInt() &&
+         reduction->toInt() == 0;
+}
+
 }  // namespace
 
 void fix_meta_returns(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args,
@@ -98,6 +108,10 @@ void fix_meta_returns(const c10::FunctionSchema& schema, const std::vector<c10::
   if (batch_norm_eval(schema, args) && returns.size() >= 3) {
     for (size_t i = 1; i <= 2; ++i)
       if (returns[i] && returns[i]->defined) returns[i]->sizes = {0};
+  }
+  if (unbatched_margin_loss(schema, args) && !returns.empty() && returns[0]) {
+    returns[0]->sizes = {};
+    returns[0]->strides.clear();
   }
   if (!returns.empty() && returns[0] && !returns[0]->strides.empty()) {
     if (result_contiguous_on_cpu(schema.name())) {

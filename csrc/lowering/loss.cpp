@@ -281,7 +281,8 @@ TPU_LOWERING(multi_margin_loss) {
   Value per = hlo::div(hlo::reduce(h, {1}, hlo::ReduceKind::kSum), hlo::full(b, m.ce, {m.n}, static_cast<double>(m.c)));
   if (m.wy.valid()) per = hlo::mul(per, m.wy);
   int64_t reduction = ctx.int_arg("reduction");
-  if (reduction == 0) return {m.one_d ? hlo::reshape(per, {}) : per};
+  // One sample: CPU's result is 0-d for a 0-d target, [1] for a [1] one.
+  if (reduction == 0) return {ctx.tensor_arg("target").dim() == 0 ? hlo::reshape(per, {}) : per};
   return {reduce_loss(b, per, reduction)};
 }
 

@@ -247,6 +247,12 @@ def test_multi_margin_loss(p, margin, reduction, dtype):
     check_grad(lambda x: F.multi_margin_loss(x, t.to(x.device), p=p, margin=margin, weight=w.to(x.device),
                                              reduction=reduction), x)
     check(lambda x, t: F.multi_margin_loss(x, t, reduction=reduction), make((5,), dtype), torch.tensor([3]))
+    # One sample with a 0-d target: CPU's 'none' result is 0-d (the meta
+    # kernel says [1]); a 0-d input too.
+    for x0 in (make((5,), dtype), make((), dtype)):
+        out = check(lambda x, t: F.multi_margin_loss(x, t, reduction=reduction), x0,
+                    torch.tensor(3 if x0.dim() else 0))
+        assert out.shape == torch.Size([])
 
 
 @pytest.mark.parametrize("dtype", [torch.float32])
