@@ -481,7 +481,7 @@ NOTES = [
     "ZayaForCausalLM pass (7 fused programs each), xLSTMForCausalLM is excluded (CPU's forward fails "
     "on the harness's inputs).",
     "Dec 6 (session 38), the whole zoo end to end from a cold compile cache, the run the totals above "
-    "come from: `--rerun --workers 2 --timeout 600` from a clone of main at 2aefb2b with an empty "
+    "come from: `--rerun --workers 2 --timeout 600` from a clone of main at e34f2c9 with an empty "
     "`TORCH_TPU_CACHE_DIR` (968 MB of programs when it ended), 06:32:46-07:36:15 UTC: all 1571 "
     "architectures in 63.5 minutes (the `seconds` of the rows sum to 108.1 minutes over the two "
     "workers). The machine was otherwise idle but for the session's builds and single test files at "
