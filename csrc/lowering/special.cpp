@@ -141,9 +141,10 @@ ElementType cpu_accumulation(ElementType e) {
 
 // Hurwitz zeta(x, q) (Cephes, as PyTorch's Math.h): direct sum until the
 // terms are negligible and a > 9, then Euler-Maclaurin. For q < 0 the
-// direct sum runs about -q terms first; it is cut at 2^20 terms (q below
-// about -10^6, where CPU's loop takes as long per element), which gives
-// NaN rather than a partial sum. float32 is summed in float64 as on CPU:
+// direct sum runs about -q terms first; it is cut at 2^26 terms (q below
+// about -6.7e7; a second or two of XLA:CPU's loop for a small tensor),
+// which gives NaN rather than a partial sum (CPU's loop never ends where
+// q + 1 == q). float32 is summed in float64 as on CPU:
 // zeta(501, 501) underflows to 0 there and 501^24 does not overflow.
 Value zeta(Value x_in, Value q_in) {
   const ElementType out_type = x_in.element();
@@ -154,7 +155,7 @@ Value zeta(Value x_in, Value q_in) {
   Value special = or_(le(x, 1.0), and_(q_nonpos, or_(eq(q, floor(q)), ne(x, floor(x)))));
   Value s0 = pow(q, -x);
   // State: x, i, a, b, s, converged.
-  auto direct = until_done({x, K(x, 0.0), q, K(q, 0.0), s0, falses(x.builder(), x)}, special, int64_t{1} << 20,
+  auto direct = until_done({x, K(x, 0.0), q, K(q, 0.0), s0, falses(x.builder(), x)}, special, int64_t{1} << 26,
                            [&](const std::vector<Value>& st) {
                              Value xx = st[0], i = st[1] + 1.0, a = st[2] + 1.0;
                              Value b = pow(a, -xx), s = st[4] + b;

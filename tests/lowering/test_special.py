@@ -303,3 +303,5 @@ def test_zeta_and_polygamma_far_from_the_origin():
     p = torch.tensor([-1001.2, -13437.7, -20.5, 3.7, 1e4])
     for n in (2, 3, 4):
         check(lambda t: torch.polygamma(n, t), p, atol=1e-6, rtol=1e-4)
+    far = torch.tensor([-4988429.2, 2.5], dtype=F64)  # five million terms first
+    check(lambda t: torch.polygamma(4, t), far, atol=1e-9, rtol=1e-9)
