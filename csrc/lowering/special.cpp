@@ -8,7 +8,6 @@
 // series for large a, zeta's direct sum for negative q), run as a
 // stablehlo.while until every element meets its own test (until_done).
 // bf16/f16 and integer inputs compute in float32, float64 in float64.
-#include <functional>
 #include <iterator>
 
 #include "lowering/special_coeffs.h"
@@ -93,44 +92,6 @@ Value trigamma(Value x) {
   Value ixx = 1.0 / (y * y);
   res = res + (1.0 + 1.0 / (2.0 * y) + ixx * (1.0 / 6 - ixx * (1.0 / 30 - ixx * (1.0 / 42)))) / y;
   return sel(small, -res, res);
-}
-
-// Cephes' loops that run each element until its own test breaks out:
-// a stablehlo.while over the whole tensor that stops when every element
-// is done (or after `max_iter` steps). `step` maps the state to the next
-// state and the elements that finish with it; a done element keeps its
-// values. Elements marked in `done` from the start (those another branch
-// answers) cost nothing but the vector lanes. Returns the final state and,
-// last, the done mask (false where `max_iter` ran out).
-using LoopStep = std::function<std::pair<std::vector<Value>, Value>(const std::vector<Value>&)>;
-std::vector<Value> until_done(std::vector<Value> state, Value done, int64_t max_iter, const LoopStep& step) {
-  Builder& b = done.builder();
-  const size_t n = state.size();
-  const int64_t rank = done.rank();
-  Dims all(rank);
-  for (int64_t i = 0; i < rank; ++i) all[i] = i;
-  auto every = [&](Value d) { return rank == 0 ? d : hlo::reduce(d, all, hlo::ReduceKind::kAnd); };
-  std::vector<Value> init{hlo::constant_int(b, ElementType::kI32, 0), every(done), done};
-  init.insert(init.end(), state.begin(), state.end());
-  auto out = hlo::while_loop(
-      init,
-      [&](const std::vector<Value>& s) {
-        Value more = hlo::compare(s[0], hlo::constant_int(b, ElementType::kI32, max_iter), "LT");
-        return and_(more, not_(s[1]));
-      },
-      [&](const std::vector<Value>& s) {
-        std::vector<Value> cur(s.begin() + 3, s.end());
-        auto [next, finished] = step(cur);
-        Value d = s[2];
-        std::vector<Value> r{hlo::add(s[0], hlo::constant_int(b, ElementType::kI32, 1)), K(s[1], 0.0), d};
-        for (size_t i = 0; i < n; ++i) r.push_back(sel(d, cur[i], next[i]));
-        r[2] = or_(d, finished);
-        r[1] = every(r[2]);
-        return r;
-      });
-  std::vector<Value> res(out.begin() + 3, out.end());
-  res.push_back(out[2]);
-  return res;
 }
 
 // float32 computed in float64 where CPU's kernels do (Math.h's acc_type),

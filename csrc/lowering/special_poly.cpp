@@ -1,11 +1,11 @@
 // Orthogonal polynomials special_*_polynomial_*(x, n): x and n are tensors or
 // Scalars, promoted together; n is truncated to an integer like PyTorch's
-// static_cast<int64_t>(n). The three-term recurrences run up to max(n) on
-// CPU; here they are unrolled to a fixed bound (per-element `k <= n` selects
-// which steps count). Chebyshev polynomials switch to their closed forms
-// beyond the bound (and inside (-1, 1) for large n, as CPU does), Hermite
-// polynomials are NaN beyond CPU's limit (128 for float), Laguerre and
-// Legendre are exact up to n = kUnroll.
+// static_cast<int64_t>(n). CPU runs the three-term recurrences up to n.
+// Chebyshev polynomials unroll them to a fixed bound and switch to their
+// closed forms beyond it (and inside (-1, 1) for large n, as CPU does);
+// Hermite (NaN beyond CPU's limit: 128 for float, 512 for double),
+// Laguerre and Legendre run theirs as a stablehlo.while to each element's
+// n (they were unrolled to 64 or 128 steps: P_100(0.5) came out as P_65).
 #include "lowering/special_util.h"
 
 namespace torch_tpu::lowering {
@@ -15,9 +15,11 @@ using namespace sp;
 namespace {
 
 constexpr int kChebUnroll = 32;
-constexpr int kUnroll = 64;
 constexpr int kHermiteLimitFloat = 128;
 constexpr int kHermiteLimitDouble = 512;
+// Steps of a while-loop recurrence: n up to 2^26 (CPU's loop for larger n
+// takes as long per element; an element still going after them is NaN).
+constexpr int64_t kMaxSteps = int64_t{1} << 26;
 
 struct XN {
   Value x, n;  // n: truncated, in x's type
@@ -28,15 +30,16 @@ XN poly_args(LowerCtx& ctx) {
   auto t = compute_type(ctx, {"x", "n"});
   Value x = in(ctx, "x", t, dims);
   Value n = ew::trunc(in(ctx, "n", t, dims));
-  // NaN / inf n convert to INT64_MIN on CPU, i.e. a negative degree.
-  n = sel(eq(n - n, 0.0), n, K(n, -1.0));
+  // NaN, inf and n outside int64 convert to INT64_MIN on (x86) CPU, i.e. a
+  // negative degree.
+  n = sel(lt(fabs(n), 9.2233720368547758e18), n, K(n, -1.0));
   return {x, n};
 }
 
 Value is_even(Value n) { return eq(n - 2.0 * floor(n / 2.0), 0.0); }
 
 // Runs q <- step(k, p, q), p <- q for k = first, first + 1, ... while
-// k <= n + offset (per element), at most `count` steps.
+// k <= n + offset (per element), at most `count` steps, unrolled.
 template <typename F>
 Value recur(Value n, Value p, Value q, int first, int count, double offset, F step) {
   for (int k = first; k < first + count; ++k) {
@@ -46,6 +49,20 @@ Value recur(Value n, Value p, Value q, int first, int count, double offset, F st
     q = sel(go, r, q);
   }
   return q;
+}
+
+// The same recurrence from k = 1 while k <= n - 1, as CPU's loop: a
+// stablehlo.while until every element not in `skip` has taken its steps
+// (or turned NaN, where CPU's Laguerre and Legendre loops stop too).
+// `step(k, x, p, q)` gets the loop's own copies of x and k.
+template <typename F>
+Value recur_to_n(Value n, Value x, Value p, Value q, Value skip, F step) {
+  skip = or_(skip, lt(n, 2.0));
+  auto st = until_done({n, x, K(n, 1.0), p, q}, skip, kMaxSteps, [&](const std::vector<Value>& v) {
+    Value k = v[2], r = step(k, v[1], v[3], v[4]), k2 = k + 1.0;
+    return std::pair{std::vector<Value>{v[0], v[1], k2, v[4], r}, or_(gt(k2, v[0] - 1.0), ew::is_nan(r))};
+  });
+  return sel(st[5], st[4], K(q, kNaN));
 }
 
 enum class Cheb { T, U, V, W };
@@ -134,10 +151,11 @@ TPU_LOWERING(special_hermite_polynomial_h) {
   auto [x, n] = poly_args(ctx);
   Value two_x = x + x;
   int limit = x.element() == ElementType::kF64 ? kHermiteLimitDouble : kHermiteLimitFloat;
-  Value r = recur(n, K(x, 1.0), two_x, 1, kHermiteLimitFloat - 1, -1.0,
-                  [&](double k, Value p, Value q) { return two_x * q - (2.0 * k) * p; });
+  Value over = gt(n, static_cast<double>(limit));
+  Value r = recur_to_n(n, x, K(x, 1.0), two_x, over,
+                       [](Value k, Value xx, Value p, Value q) { return (xx + xx) * q - (2.0 * k) * p; });
   r = sel(eq(n, 0.0), 1.0, r);
-  r = sel(gt(n, static_cast<double>(limit)), kNaN, r);
+  r = sel(over, kNaN, r);
   return {sel(lt(n, 0.0), 0.0, r)};
 }
 
@@ -145,19 +163,19 @@ TPU_LOWERING(special_hermite_polynomial_h) {
 TPU_LOWERING(special_hermite_polynomial_he) {
   auto [x, n] = poly_args(ctx);
   int limit = x.element() == ElementType::kF64 ? kHermiteLimitDouble : kHermiteLimitFloat;
-  Value r = recur(n, K(x, 1.0), x, 1, kHermiteLimitFloat - 1, -1.0,
-                  [&](double k, Value p, Value q) { return x * q - k * p; });
+  Value over = gt(n, static_cast<double>(limit));
+  Value r = recur_to_n(n, x, K(x, 1.0), x, over, [](Value k, Value xx, Value p, Value q) { return xx * q - k * p; });
   r = sel(eq(n, 0.0), 1.0, r);
-  r = sel(gt(n, static_cast<double>(limit)), kNaN, r);
+  r = sel(over, kNaN, r);
   return {sel(lt(n, 0.0), 0.0, r)};
 }
 
 // L_n: L_{k+1} = ((2k + 1 - x) L_k - k L_{k-1}) / (k + 1).
 TPU_LOWERING(special_laguerre_polynomial_l) {
   auto [x, n] = poly_args(ctx);
-  Value one_mx = 1.0 - x;
-  Value r = recur(n, K(x, 1.0), one_mx, 1, kUnroll, -1.0,
-                  [&](double k, Value p, Value q) { return ((k + k + one_mx) * q - k * p) / (k + 1.0); });
+  Value r = recur_to_n(n, x, K(x, 1.0), 1.0 - x, eq(x, 0.0), [](Value k, Value xx, Value p, Value q) {
+    return ((k + k + (1.0 - xx)) * q - k * p) / (k + 1.0);
+  });
   r = sel(eq(n, 0.0), 1.0, r);
   r = sel(eq(x, 0.0), 1.0, r);
   return {sel(lt(n, 0.0), 0.0, r)};
@@ -166,10 +184,12 @@ TPU_LOWERING(special_laguerre_polynomial_l) {
 // P_n: P_{k+1} = ((2k + 1) x P_k - k P_{k-1}) / (k + 1).
 TPU_LOWERING(special_legendre_polynomial_p) {
   auto [x, n] = poly_args(ctx);
-  Value r = recur(n, K(x, 1.0), x, 1, kUnroll, -1.0,
-                  [&](double k, Value p, Value q) { return ((k + k + 1.0) * x * q - k * p) / (k + 1.0); });
+  Value at1 = eq(fabs(x), 1.0);
+  Value r = recur_to_n(n, x, K(x, 1.0), x, at1, [](Value k, Value xx, Value p, Value q) {
+    return ((k + k + 1.0) * xx * q - k * p) / (k + 1.0);
+  });
   r = sel(eq(n, 0.0), 1.0, r);
-  r = sel(eq(fabs(x), 1.0), sel(or_(gt(x, 0.0), is_even(n)), K(x, 1.0), K(x, -1.0)), r);
+  r = sel(at1, sel(or_(gt(x, 0.0), is_even(n)), K(x, 1.0), K(x, -1.0)), r);
   return {sel(lt(n, 0.0), 0.0, r)};
 }
 

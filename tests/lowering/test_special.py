@@ -189,6 +189,19 @@ def test_chebyshev_large_n(name):
     check(fn, x, torch.tensor([30.0, 33.0, 40.0, 60.0]), atol=1e-3, rtol=2e-3)
 
 
+@pytest.mark.parametrize("name", ["hermite_h", "hermite_he", "laguerre_l", "legendre_p"])
+def test_recurrence_polynomials_of_high_degree(name):
+    # CPU runs the recurrence to n: these were unrolled to 64 steps (P_100
+    # came out as P_65) or 128 (double Hermite allows 512); n past int64
+    # is a negative degree on CPU (0), past Hermite's limit NaN, and a
+    # recurrence that overflows is NaN on both (inf - inf).
+    fn = POLY[name]
+    x = torch.tensor([0.5, -0.3, 0.9, 1.0, -1.0, 0.0, 2.0, -501.0, float("nan")], dtype=F64).reshape(-1, 1)
+    n = torch.tensor([0, 1, 2, 64, 65, 100, 130, 300, 501, 600, 1e20, -3], dtype=F64)
+    check(fn, x, n, atol=1e-9, rtol=1e-9)
+    check(fn, x.float(), n.float(), atol=1e-6, rtol=1e-4)
+
+
 @pytest.mark.parametrize("fn", [torch.igamma, torch.igammac])
 def test_incomplete_gamma(fn):
     a = torch.tensor([0.0, 0.1, 0.5, 1.0, 2.0, 3.5, 7.0, 15.0, 20.0, float("inf"), -1.0]).reshape(-1, 1)
