@@ -130,21 +130,48 @@ TPU_LOWERING(fmod) {
   return {hlo::binary("remainder", in(ctx, "self", ct, dims), b)};
 }
 
+namespace {
+
+// Integer a^e (e >= 0) by squaring in uint64, whose multiply wraps mod
+// 2^64 and so, after narrowing, mod 2^k: CPU's powi result. XLA's integer
+// power multiplies in the signed type, whose overflow its LLVM code treats
+// as undefined (55^127 in int64 gave 8238111181504701561 for CPU's
+// 5131385751627792775), and reads an unsigned exponent as signed (uint8
+// 249 as -7). One unrolled step per exponent bit.
+Value int_power(Value a, Value e) {
+  const ElementType t = a.element();
+  auto as_u64 = [](Value v) {
+    if (v.element() == ElementType::kU64) return v;
+    if (hlo::is_unsigned_int(v.element())) return hlo::convert(v, ElementType::kU64);
+    return hlo::bitcast_convert(hlo::convert(v, ElementType::kI64), ElementType::kU64);
+  };
+  Value base = as_u64(a), ex = as_u64(e);
+  Value one = hlo::full_like(base, 1), zero = hlo::full_like(base, 0);
+  Value r = one;
+  const int bits = hlo::element_bits(t);
+  for (int i = 0; i < bits; ++i) {
+    Value bit = hlo::binary("and", hlo::binary("shift_right_logical", ex, hlo::full_like(ex, i)), one);
+    r = hlo::select(hlo::compare(bit, zero, "NE"), hlo::mul(r, base), r);
+    if (i + 1 < bits) base = hlo::mul(base, base);
+  }
+  if (t == ElementType::kU64) return r;
+  if (hlo::is_unsigned_int(t)) return hlo::convert(r, t);
+  return hlo::convert(hlo::bitcast_convert(r, ElementType::kI64), t);
+}
+
+}  // namespace
+
 // pow.Tensor_Tensor(self, exponent), pow.Tensor_Scalar, pow.Scalar(self: Scalar, exponent).
 TPU_LOWERING(pow) {
   auto dims = out_dims(ctx, {"self", "exponent"});
   auto t = ctx.result_type({"self", "exponent"});
   auto ct = arith_type(t);
   Value a = in(ctx, "self", ct, dims), e = in(ctx, "exponent", ct, dims);
-  if (hlo::is_unsigned_int(a.element()) && a.element() != ElementType::kU64) {
-    // XLA reads an unsigned exponent as signed (uint8 249 as -7: a zero
-    // power). Both operands already hold the result type's values (an
-    // int64 0-dim -7 became 249, as CPU casts it); computing in int64
-    // then wrapping back gives the same residue as CPU's uint8 arithmetic.
-    Value wide = hlo::binary("power", hlo::convert(a, ElementType::kI64), hlo::convert(e, ElementType::kI64));
-    return {hlo::convert(wide, a.element())};
-  }
-  Value p = hlo::binary("power", a, e);
+  // Unsigned operands already hold the result type's values (an int64
+  // 0-dim -7 became 249, as CPU casts it): no negative powers.
+  if (hlo::is_unsigned_int(a.element())) return {int_power(a, e)};
+  const bool integral = !is_inexact(a.element()) && a.element() != ElementType::kPred;
+  Value p = integral ? int_power(a, e) : hlo::binary("power", a, e);
   if (hlo::is_complex(p.element())) {
     // XLA computes 0^z as exp(z log 0): NaN. CPU's 0^z is 0 when Re z > 0.
     Value zero_base = hlo::compare(a, hlo::full_like(a, 0), "EQ");

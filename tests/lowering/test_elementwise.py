@@ -256,6 +256,17 @@ def test_pow_of_uint8_wraps_the_exponent_like_cpu():
     check(lambda x, e: torch.pow(x, e), a, torch.tensor([249, 3, 7, 0, 2, 200], dtype=torch.uint8))
 
 
+@pytest.mark.parametrize("dt", [torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8])
+def test_integer_pow_wraps_like_cpu(dt):
+    # XLA's integer power overflowed as undefined behaviour: 55 ** 127 in
+    # int64 gave 8238111181504701561 for CPU's 5131385751627792775.
+    info = torch.iinfo(dt)
+    a = torch.tensor([55, -55, 127, 3, 0, 1, -1, 2, 7], dtype=torch.int64).clamp(info.min, info.max).to(dt)
+    e = torch.tensor([127, 127, 127, 40, 0, 100, 101, 63, 5], dtype=torch.int64).clamp(0, info.max).to(dt)
+    check(torch.pow, a, e)
+    check(lambda x: torch.pow(x, 33), a)
+
+
 def test_pow_of_complex_zero_base_like_cpu():
     # XLA's 0^z is exp(z log 0), NaN; CPU's is 0 where Re z > 0.
     z = torch.tensor([0, 1, 0, 2, 0], dtype=torch.complex64)
