@@ -51,8 +51,23 @@ def _add_partial_overlap(d):
     torch.add(x[:6], 1, out=x[2:8])
 
 
+def _copy_partial_overlap(d):
+    x = torch.arange(10.0, device=d)
+    x[1:].copy_(x[:-1])  # computed as if the source were cloned before
+
+
+def _transposed_copy_overlap(d):
+    x = torch.arange(9.0, device=d).view(3, 3)
+    x.t().copy_(x)
+
+
+def _copy_into_expanded(d):
+    torch.zeros(1, device=d).expand(4).copy_(torch.arange(4.0, device=d))
+
+
 @pytest.mark.parametrize("fn", [_cat_into_expanded, _cat_into_input, _gather_into_expanded, _gather_into_input,
-                                _index_select_into_expanded, _bernoulli_into_expanded, _add_partial_overlap])
+                                _index_select_into_expanded, _bernoulli_into_expanded, _add_partial_overlap,
+                                _copy_partial_overlap, _transposed_copy_overlap, _copy_into_expanded])
 def test_out_overlap_raises_like_cpu(fn):
     _same_error(fn)
 

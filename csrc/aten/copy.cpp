@@ -1,4 +1,5 @@
 // copy_ between tpu and host, and between tpu tensors; item().
+#include <ATen/MemoryOverlap.h>
 #include <ATen/ops/_local_scalar_dense.h>
 #include <ATen/ops/conj_physical.h>
 #include <ATen/ops/empty.h>
@@ -59,6 +60,12 @@ void download(const at::Tensor& self, const at::Tensor& src) {
 
 at::Tensor& copy_(at::Tensor& self, const at::Tensor& src_in, bool non_blocking) {
   if (self.is_same(src_in) || self.numel() == 0) return self;
+  // CPU's and CUDA's copy_ (TensorIterator) refuse a destination that
+  // writes one element twice, and a source that partly overlaps it
+  // (`x[1:].copy_(x[:-1])`); here the copy would run as if the source were
+  // cloned first, an answer those devices never give.
+  at::assert_no_internal_overlap(self);
+  if (self.is_privateuseone() && src_in.is_privateuseone()) at::assert_no_partial_overlap(self, src_in);
   // Lazy conjugate / negative views (conj(), _neg_view) hold raw values plus
   // a flag: copy their logical values.
   at::Tensor src = src_in;
