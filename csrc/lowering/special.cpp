@@ -200,14 +200,13 @@ Value igam_fac(Value a, Value x) {
   return sel(gt(fabs(a - x), 0.4 * fabs(a)), far, near);
 }
 
-// P(a, x) by DLMF 8.11.4, for the elements not in `skip`.
-Value igam_series(Value a, Value x, Value skip) {
+// P(a, x) by DLMF 8.11.4 (ax = igam_fac(a, x)), for the elements not in `skip`.
+Value igam_series(Value a, Value x, Value ax, Value skip) {
   const double eps = igam_eps(a);
   auto st = until_done({x, a, K(a, 1.0), K(a, 1.0)}, skip, kIgamMaxIter, [&](const std::vector<Value>& v) {
     Value r = v[1] + 1.0, c = v[2] * v[0] / r, ans = v[3] + c;
     return std::pair{std::vector<Value>{v[0], r, c, ans}, le(c, eps * ans)};
   });
-  Value ax = igam_fac(a, x);
   return sel(eq(ax, 0.0), 0.0, st[3] * ax / a);
 }
 
@@ -225,9 +224,9 @@ Value igamc_series(Value a, Value x, Value skip) {
   return term - exp(a * logx - lgamma(a)) * st[4];
 }
 
-// Q(a, x) by the continued fraction DLMF 8.9.2 (x > 1.1, x >= a), for the
-// elements not in `skip`.
-Value igamc_cf(Value a, Value x, Value skip) {
+// Q(a, x) by the continued fraction DLMF 8.9.2 (x > 1.1, x >= a; ax =
+// igam_fac(a, x)), for the elements not in `skip`.
+Value igamc_cf(Value a, Value x, Value ax, Value skip) {
   const bool f64 = a.element() == ElementType::kF64;
   const double eps = igam_eps(a);
   const double big = f64 ? 4.503599627370496e15 : 16777216.;
@@ -248,7 +247,6 @@ Value igamc_cf(Value a, Value x, Value skip) {
                                                              qk * scale, ans},
                                           le(t, eps)};
                        });
-  Value ax = igam_fac(a, x);
   return sel(eq(ax, 0.0), 0.0, st[7] * ax);
 }
 
@@ -300,23 +298,17 @@ Value igam(Value a, Value x, bool lower) {
   // Q's method (calc_igammac): 1 - P series, the continued fraction or the Q series.
   Value x_big = gt(x, 1.1), x_small = le(x, 0.5);
   Value q_by_p = sel(x_big, lt(x, a), sel(x_small, lt(-0.4 / log(x), a), lt(x * 1.1, a)));
-  Value q_by_cf = and_(x_big, not_(q_by_p));
-  Value q_by_series = and_(not_(x_big), not_(q_by_p));
-  // P (calc_igamma) takes 1 - Q where x > 1 and x > a (Q then never uses
-  // the P series), else the P series.
-  Value p_by_q = and_(gt(x, 1.0), gt(x, a));
-  Value use_p_series, use_cf, use_q_series;
-  if (lower) {
-    use_p_series = and_(not_(asym), not_(p_by_q));
-    use_cf = and_(and_(not_(asym), p_by_q), q_by_cf);
-    use_q_series = and_(and_(not_(asym), p_by_q), q_by_series);
-  } else {
-    use_p_series = and_(not_(asym), q_by_p);
-    use_cf = and_(not_(asym), q_by_cf);
-    use_q_series = and_(not_(asym), q_by_series);
-  }
-  Value ps = igam_series(a, x, not_(use_p_series));
-  Value qc = sel(use_cf, igamc_cf(a, x, not_(use_cf)), igamc_series(a, x, not_(use_q_series)));
+  // The elements Q's own methods answer: for Q those not by the P series;
+  // for P (calc_igamma) those where x > 1 and x > a, taken as 1 - Q (there
+  // Q never chooses the P series). The rest take the P series.
+  Value by_q = lower ? and_(gt(x, 1.0), gt(x, a)) : not_(q_by_p);
+  Value iterative = not_(asym);
+  Value use_p_series = and_(iterative, not_(by_q));
+  Value use_cf = and_(and_(iterative, by_q), x_big);
+  Value use_q_series = and_(and_(iterative, by_q), not_(x_big));
+  Value ax = igam_fac(a, x);
+  Value ps = igam_series(a, x, ax, not_(use_p_series));
+  Value qc = sel(use_cf, igamc_cf(a, x, ax, not_(use_cf)), igamc_series(a, x, not_(use_q_series)));
   Value r = lower ? sel(use_p_series, ps, 1.0 - qc) : sel(use_p_series, 1.0 - ps, qc);
   r = sel(asym, igam_asymptotic(a, x, lower), r);
   return igamma_edges(a, x, r, lower);
@@ -777,9 +769,7 @@ TPU_LOWERING(mvlgamma) {
 // gave up to 8% error there for Dirichlet), except on a TPU, which has no
 // native float64 (CUDA's kernels compute in float32 too).
 namespace {
-at::ScalarType cpu_precision(at::ScalarType t) {
-  return t == at::kFloat && !runtime::get().platform().is_tpu() ? at::kDouble : t;
-}
+at::ScalarType cpu_precision(at::ScalarType t) { return scalar_type(cpu_accumulation(element_type(t))); }
 }  // namespace
 
 // _standard_gamma_grad(self = alpha, output = the sample): Gamma.rsample's backward.

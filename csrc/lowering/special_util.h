@@ -120,11 +120,9 @@ inline std::vector<Value> until_done(std::vector<Value> state, Value done, int64
       [&](const std::vector<Value>& s) {
         std::vector<Value> cur(s.begin() + 3, s.end());
         auto [next, finished] = step(cur);
-        Value d = s[2];
-        std::vector<Value> r{hlo::add(s[0], hlo::constant_int(b, ElementType::kI32, 1)), K(s[1], 0.0), d};
+        Value d = s[2], now_done = or_(d, finished);
+        std::vector<Value> r{hlo::add(s[0], hlo::constant_int(b, ElementType::kI32, 1)), every(now_done), now_done};
         for (size_t i = 0; i < n; ++i) r.push_back(sel(d, cur[i], next[i]));
-        r[2] = or_(d, finished);
-        r[1] = every(r[2]);
         return r;
       });
   std::vector<Value> res(out.begin() + 3, out.end());
