@@ -188,3 +188,22 @@ def test_bincount_of_a_float_or_bool_tensor_raises_not_implemented_like_cpu():
                 torch.bincount(x.to(d))
     with pytest.raises(RuntimeError, match="1-d non-negative integral"):
         torch.bincount(torch.tensor([-1, 2], device="tpu"))
+
+
+@pytest.mark.parametrize("norm", [
+    lambda x, w: torch.nn.functional.layer_norm(x, (4,), w, w),
+    lambda x, w: torch.nn.functional.layer_norm(x, (4,), w, None),
+    lambda x, w: torch.nn.functional.group_norm(x.view(2, 4, 1), 2, w, w),
+], ids=["layer_norm", "layer_norm_weight_only", "group_norm"])
+def test_norm_parameters_of_another_dtype_are_refused_like_cpu(norm):
+    # A float32 input with float64 parameters computed on tpu; CPU and CUDA
+    # refuse. A bfloat16 input with float32 parameters (mixed precision) is
+    # allowed on both.
+    x, w = torch.randn(2, 4), torch.randn(4, dtype=torch.float64)
+    for d in ("cpu", "tpu"):
+        with pytest.raises(RuntimeError, match="dtype|scalar type"):
+            norm(x.to(d), w.to(d))
+            torch.tpu.synchronize()
+    mixed = norm(x.bfloat16().to("tpu"), w.float().to("tpu"))
+    assert mixed.dtype == torch.bfloat16
+    torch.testing.assert_close(mixed.float().cpu(), norm(x.bfloat16(), w.float()).float(), atol=0.02, rtol=0.02)

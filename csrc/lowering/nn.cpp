@@ -9,6 +9,7 @@
 
 #include "lowering/compute_util.h"
 #include "lowering/index_check.h"
+#include "lowering/norm_params.h"
 #include "lowering/random_util.h"
 #include "lowering/registry.h"
 
@@ -85,6 +86,7 @@ TPU_LOWERING(native_layer_norm) {
   int64_t k = static_cast<int64_t>(ctx.ints_arg("normalized_shape").size());
   int64_t axis = rank - k;
   TORCH_CHECK(axis >= 0, "native_layer_norm: normalized_shape has more dims than the input");
+  check_norm_params(ctx, "native_layer_norm", {"weight", "bias"});
   Dims red = range_dims(axis, rank);
   Dims xdims = x.dims();
   int64_t n = numel_of(x.dims(), axis);

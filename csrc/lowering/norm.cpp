@@ -10,6 +10,7 @@
 #include <cmath>
 
 #include "lowering/compute_util.h"
+#include "lowering/norm_params.h"
 #include "lowering/registry.h"
 
 namespace torch_tpu::lowering {
@@ -361,7 +362,19 @@ TPU_LOWERING(batch_norm_update_stats) {
 
 // ---- group norm ----------------------------------------------------------------------------
 
+void check_norm_params(const LowerCtx& ctx, const char* op, std::initializer_list<const char*> params) {
+  const at::ScalarType in = ctx.dtype_of("input");
+  const bool reduced = in == at::ScalarType::BFloat16 || in == at::ScalarType::Half;
+  for (const char* p : params) {
+    if (!ctx.is_tensor(p)) continue;
+    const at::ScalarType t = ctx.dtype_of(p);
+    TORCH_CHECK(t == in || (reduced && t == at::ScalarType::Float), op, ": expected ", p,
+                " to have the input's dtype ", in, reduced ? " (or Float)" : "", ", but got ", t);
+  }
+}
+
 TPU_LOWERING(native_group_norm) {
+  check_norm_params(ctx, "native_group_norm", {"weight", "bias"});
   Value in = ctx.tensor("input");
   ElementType ce = acc_type(in.element());
   Value x = hlo::convert(in, ce);
