@@ -248,9 +248,8 @@ Value o2b_arg(LowerCtx& ctx) {
 // _embedding_bag_backward(grad, indices, offsets, offset2bag, bag_size,
 //   maximum_indices, num_weights, scale_grad_by_freq, mode, sparse,
 //   per_sample_weights, padding_idx)
+// (sparse=True never gets here: aten/sparse_coo.cpp takes it first.)
 TPU_LOWERING(_embedding_bag_backward) {
-  TORCH_CHECK_NOT_IMPLEMENTED(!ctx.bool_arg("sparse"), "torch_tpu: ", ctx.op_name(),
-                              ": sparse gradients are not supported on tpu");
   return {embedding_bag_dense_backward(ctx, o2b_arg(ctx))};
 }
 
