@@ -122,7 +122,14 @@ def test_sparse_api_matches_cpu(dense_dims):
     m = dense.to("tpu").sparse_mask(tpu.coalesce())
     assert m.is_sparse
     assert_close(m.to_dense().cpu(), dense.sparse_mask(cpu.coalesce()).to_dense())
+    assert_close(tpu.norm().cpu(), cpu.norm())
+    assert_close(tpu.norm(1).cpu(), cpu.norm(1))
+    assert_close((tpu / 4).to_dense().cpu(), (cpu / 4).to_dense())
+    floor = torch.div(tpu, 3, rounding_mode="floor").to_dense().cpu()
+    assert_close(floor, torch.div(cpu, 3, rounding_mode="floor").to_dense())
     s = tpu.clone()
+    s /= 2
+    assert_close(s.to_dense().cpu(), (cpu / 2).to_dense())
     s.mul_(2)
     s.zero_()
     assert s._nnz() == 0 and s.to_dense().abs().sum().item() == 0

@@ -39,6 +39,7 @@
 #include <ATen/ops/copy_native.h>
 #include <ATen/ops/copy_sparse_to_sparse_native.h>
 #include <ATen/ops/dense_dim_native.h>
+#include <ATen/ops/div_native.h>
 #include <ATen/ops/empty_native.h>
 #include <ATen/ops/floor_divide.h>
 #include <ATen/ops/index_select.h>
@@ -47,6 +48,7 @@
 #include <ATen/ops/mul.h>
 #include <ATen/ops/mul_native.h>
 #include <ATen/ops/neg_native.h>
+#include <ATen/ops/norm.h>
 #include <ATen/ops/remainder.h>
 #include <ATen/ops/resize_as_sparse_native.h>
 #include <ATen/ops/searchsorted.h>
@@ -217,6 +219,15 @@ Tensor addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const a
 // they add up in the dense tensor).
 Tensor sum(const Tensor& self, std::optional<at::ScalarType> dtype) { return self._values().sum(dtype); }
 
+// The p-norm of every element: coalesced first (|a + b| is not |a| + |b|),
+// then the values' norm, as CPU's and CUDA's native_norm. Norms along some
+// dims are not implemented.
+Tensor norm(const Tensor& self, const std::optional<at::Scalar>& p, at::IntArrayRef dim, bool keepdim) {
+  TORCH_CHECK_NOT_IMPLEMENTED(dim.empty() || static_cast<int64_t>(dim.size()) == self.dim(),
+                              "norm of a sparse tensor on tpu along some dims (", dim, ") is not implemented");
+  return self.coalesce()._values().norm(p.value_or(2.0));
+}
+
 // _embedding_bag_backward(grad, indices, offsets, offset2bag, bag_size,
 //   maximum_indices, num_weights, scale_grad_by_freq, mode, sparse,
 //   per_sample_weights, padding_idx): the dense gradient is a lowering rule
@@ -242,7 +253,8 @@ void not_implemented_for_sparse(const c10::OperatorHandle& op, torch::jit::Stack
   TORCH_CHECK_NOT_IMPLEMENTED(false, "Could not run '", op.schema().operator_name(),
                               "' on a sparse COO tensor on tpu: tpu sparse tensors cover sparse gradients "
                               "(Embedding/EmbeddingBag with sparse=True, their accumulation, SGD, SparseAdam, "
-                              "Adagrad), coalesce, to_dense, add, mul by a number, sum and sparse @ dense; convert "
+                              "Adagrad), coalesce, to_dense, add, mul and div by a number, sum, norm and sparse @ "
+                              "dense; convert "
                               "with to_dense() first");
 }
 
@@ -285,6 +297,21 @@ TORCH_LIBRARY_IMPL(aten, SparsePrivateUse1, m) {
   m.impl("mm", &sparse_dense_mm);
   m.impl("addmm", &addmm);
   m.impl("sum", &sum);
+  m.impl("norm.ScalarOpt_dim", &norm);
+  // Division by a number (PyTorch's kernels, device-generic): the values are
+  // divided, after coalescing when a rounding mode makes it matter.
+  using Div = Tensor (*)(const Tensor&, const Tensor&);
+  using DivMode = Tensor (*)(const Tensor&, const Tensor&, std::optional<c10::string_view>);
+  using DivIn = Tensor& (*)(Tensor&, const Tensor&);
+  using DivInMode = Tensor& (*)(Tensor&, const Tensor&, std::optional<c10::string_view>);
+  using DivOut = Tensor& (*)(const Tensor&, const Tensor&, Tensor&);
+  using DivOutMode = Tensor& (*)(const Tensor&, const Tensor&, std::optional<c10::string_view>, Tensor&);
+  m.impl("div.Tensor", static_cast<Div>(&at::native::div_sparse));
+  m.impl("div.Tensor_mode", static_cast<DivMode>(&at::native::div_sparse));
+  m.impl("div_.Tensor", static_cast<DivIn>(&at::native::div_sparse_));
+  m.impl("div_.Tensor_mode", static_cast<DivInMode>(&at::native::div_sparse_));
+  m.impl("div.out", static_cast<DivOut>(&at::native::div_out_sparse_zerodim));
+  m.impl("div.out_mode", static_cast<DivOutMode>(&at::native::div_out_sparse_zerodim));
 }
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
