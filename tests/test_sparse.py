@@ -179,3 +179,25 @@ def test_graph_convolution_trains_like_cpu():
         results[dev] = (layer.weight.detach().cpu(), f.grad.cpu())
     assert_close(results["tpu"][0], results["cpu"][0])
     assert_close(results["tpu"][1], results["cpu"][1])
+
+
+def test_sparse_embedding_under_torch_compile():
+    """The backward graph of a compiled Embedding(sparse=True) builds the
+    sparse gradient: it runs (the graph check knew only dense tpu kernels)
+    and is not replayed (a sparse result is not one buffer)."""
+    results = {}
+    for dev, backend in (("cpu", "eager"), ("tpu", "tpu")):
+        torch.manual_seed(0)
+        emb, lin = torch.nn.Embedding(10, 4, sparse=True).to(dev), torch.nn.Linear(4, 2).to(dev)
+        opt = torch.optim.SGD([*emb.parameters(), *lin.parameters()], lr=0.1)
+        step = torch.compile(lambda i: lin(emb(i)).square().sum(), backend=backend)
+        grads = []
+        for k in range(3):
+            opt.zero_grad()
+            step(torch.tensor([[1, 2, 1], [3, k, 9]], device=dev)).backward()
+            assert emb.weight.grad.is_sparse
+            grads.append(emb.weight.grad.to_dense().cpu())
+            opt.step()
+        results[dev] = grads + [emb.weight.detach().cpu(), lin.weight.detach().cpu()]
+    for got, ref in zip(results["tpu"], results["cpu"]):
+        assert_close(got, ref)

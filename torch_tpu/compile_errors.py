@@ -83,8 +83,11 @@ def annotate_node_error(node: torch.fx.Node, exc: BaseException) -> BaseExceptio
 # Dispatch keys whose kernel, if an op has one, runs instead of the boxed
 # lowering fallback (the dispatcher prefers a backend kernel, then these
 # composites, then the fallback).
-_KERNEL_KEYS = ("PrivateUse1", "CompositeExplicitAutogradNonFunctional", "CompositeExplicitAutograd",
-                "CompositeImplicitAutograd")
+# SparsePrivateUse1: the sparse tpu kernels (aten/sparse_coo.cpp), which an
+# op reaches only with a sparse tensor among its arguments (the sparse
+# gradient of an Embedding(sparse=True) in a backward graph).
+_KERNEL_KEYS = ("PrivateUse1", "SparsePrivateUse1", "CompositeExplicitAutogradNonFunctional",
+                "CompositeExplicitAutograd", "CompositeImplicitAutograd")
 
 
 def _reaches_missing_lowering(op: torch._ops.OpOverload, rules: frozenset) -> bool:

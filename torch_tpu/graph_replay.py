@@ -69,6 +69,8 @@ def _flatten(out: Any, args: list, tensors: list) -> tuple:
     if isinstance(out, torch.Tensor):
         if out.device.type != "tpu":
             raise _NotReplayable(f"an output is a {out.device.type} tensor")
+        if out.layout != torch.strided:  # a sparse gradient: its indices and values are not one buffer
+            raise _NotReplayable(f"an output is a {out.layout} tensor")
         tensors.append(out)
         return ("t", len(tensors) - 1)
     if isinstance(out, (list, tuple)) and type(out) in (list, tuple):
