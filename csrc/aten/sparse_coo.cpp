@@ -78,6 +78,11 @@ c10::List<std::optional<Tensor>> index_rows(const Tensor& sparse) {
   return rows;
 }
 
+// t * s, or t itself when s is 1 (alpha and beta are 1 in almost every call).
+Tensor scaled(const Tensor& t, const at::Scalar& s) {
+  return s.isIntegral(true) && s.toLong() == 1 ? t : at::mul(t, s);
+}
+
 // Gives `out` (a sparse tensor, possibly empty or `self`) these indices and
 // values with `like`'s sizes and dims.
 void set_sparse(Tensor& out, const Tensor& like, const Tensor& indices, const Tensor& values, bool coalesced) {
@@ -135,16 +140,13 @@ Tensor& add_out(const Tensor& self, const Tensor& other, const at::Scalar& alpha
       out.copy_(self);
     }
     if (other._nnz() == 0) return out;
-    Tensor values = other._values().to(dtype);
-    if (!(alpha.isIntegral(true) && alpha.toLong() == 1)) values = at::mul(values, alpha);
-    out.index_put_(index_rows(other), values, /*accumulate=*/true);
+    out.index_put_(index_rows(other), scaled(other._values().to(dtype), alpha), /*accumulate=*/true);
     return out;
   }
   TORCH_CHECK(self.sparse_dim() == other.sparse_dim() && self.dense_dim() == other.dense_dim(),
               "add: sparse tensors with ", self.sparse_dim(), " and ", other.sparse_dim(), " sparse dims and ",
               self.dense_dim(), " and ", other.dense_dim(), " dense dims cannot be added");
-  Tensor other_values = other._values().to(dtype);
-  if (!(alpha.isIntegral(true) && alpha.toLong() == 1)) other_values = at::mul(other_values, alpha);
+  const Tensor other_values = scaled(other._values().to(dtype), alpha);
   const bool self_empty = self._nnz() == 0, other_empty = other._nnz() == 0;
   const Tensor indices = at::cat({self._indices(), other._indices()}, 1);
   const Tensor values = at::cat({self._values().to(dtype), other_values}, 0);
@@ -208,11 +210,9 @@ Tensor sparse_dense_mm(const Tensor& self, const Tensor& mat2) {
 // torch.sparse.addmm reach; beta == 0 ignores self (NaNs included), as BLAS.
 Tensor addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const at::Scalar& beta,
              const at::Scalar& alpha) {
-  Tensor product = sparse_dense_mm(mat1, mat2);
-  if (!(alpha.isIntegral(true) && alpha.toLong() == 1)) product = at::mul(product, alpha);
+  const Tensor product = scaled(sparse_dense_mm(mat1, mat2), alpha);
   if (beta.toComplexDouble() == 0.0) return product;
-  const Tensor base = self.expand(product.sizes());
-  return at::add(beta.isIntegral(true) && beta.toLong() == 1 ? base : at::mul(base, beta), product);
+  return at::add(scaled(self.expand(product.sizes()), beta), product);
 }
 
 // The sum of every element: the stored values' sum (duplicates included, as
@@ -254,8 +254,7 @@ void not_implemented_for_sparse(const c10::OperatorHandle& op, torch::jit::Stack
                               "' on a sparse COO tensor on tpu: tpu sparse tensors cover sparse gradients "
                               "(Embedding/EmbeddingBag with sparse=True, their accumulation, SGD, SparseAdam, "
                               "Adagrad), coalesce, to_dense, add, mul and div by a number, sum, norm and sparse @ "
-                              "dense; convert "
-                              "with to_dense() first");
+                              "dense; convert with to_dense() first");
 }
 
 }  // namespace
