@@ -166,3 +166,27 @@ def test_conv_in_lower_precision():
     assert out.dtype == torch.bfloat16
     ref = F.conv2d(x.bfloat16().float(), w.bfloat16().float(), b.bfloat16().float(), padding=1)
     assert_close(out.float(), ref, atol=5e-2, rtol=2e-2)
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_higher_order_ops_under_autocast(compiled, fresh_dynamo):
+    """torch.cond (a higher-order op) under autocast: torch lets autocast
+    through HOPs for CPU and CUDA only, so on tpu it found no kernel; its
+    branches autocast op by op, as on CPU, forward and backward."""
+    a, b, _ = _inputs()
+
+    def f(x, w):
+        return torch.cond(x.sum() > 0, lambda x, w: x @ w, lambda x, w: x @ w + 1, (x, w))
+
+    def run(device):
+        x = a.to(device).requires_grad_()
+        fn = torch.compile(f, backend="tpu" if device == "tpu" else "aot_eager") if compiled else f
+        with torch.autocast(device, dtype=torch.bfloat16):
+            out = fn(x, b.to(device))
+        out.float().square().sum().backward()
+        return out, x.grad
+
+    (out, grad), (ref, ref_grad) = run("tpu"), run("cpu")
+    assert out.dtype == ref.dtype == torch.bfloat16
+    assert_close(out.float(), ref.float(), atol=2e-2, rtol=2e-2)
+    assert_close(grad, ref_grad, atol=5e-2, rtol=2e-2)

@@ -202,6 +202,34 @@ def test_trainer_step(saved, name, tmp_path):
     assert moved > 0  # the step trained something
 
 
+def test_flex_attention_llama(saved, models, fresh_dynamo):
+    """attn_implementation="flex_attention" on tpu (Transformers offers it once
+    torch's flex_attention takes tpu tensors): logits with a padded row,
+    greedy tokens and the gradients of one backward as the SDPA model's on CPU
+    (CPU's flex_attention has no backward)."""
+    from transformers.utils import is_torch_flex_attn_available
+
+    assert is_torch_flex_attn_available()
+    cls, path = saved["llama"]
+    cpu = models["llama"][0]
+    tpu = cls.from_pretrained(path, device_map="tpu", attn_implementation="flex_attention")
+    assert tpu.config._attn_implementation == "flex_attention"
+    inputs = _inputs("llama", batch=2)
+    inputs["attention_mask"][1, :3] = 0
+    with torch.no_grad():
+        expected = cpu(**inputs).logits
+        actual = tpu(**_on(inputs, "tpu")).logits
+    assert_close(actual[0], expected[0], atol=2e-5, rtol=1e-4)
+    assert_close(actual[1, 3:], expected[1, 3:], atol=2e-5, rtol=1e-4)  # the padded positions' rows are unspecified
+    assert torch.equal(_generate(tpu, "llama", "tpu"), _generate(cpu, "llama", "cpu"))
+    ids = inputs["input_ids"][:1]
+    cpu_train = cls.from_pretrained(path, attn_implementation="sdpa")
+    cpu_train(input_ids=ids, labels=ids).loss.backward()
+    tpu(input_ids=ids.to("tpu"), labels=ids.to("tpu")).loss.backward()
+    for (name, a), b in zip(tpu.named_parameters(), cpu_train.parameters()):
+        assert_close(a.grad, b.grad, atol=1e-5, rtol=1e-3, msg=lambda m, name=name: f"{name}: {m}")
+
+
 # ------------------------------------------------------------ what huggingface.py adds
 
 

@@ -29,6 +29,7 @@ from .fallback import cpu_fallback, cpu_fallback_enabled, cpu_fallback_stats, re
 
 torch._register_device_module("tpu", tpu)
 tpu.amp._set_default_dtype()
+tpu.amp._let_higher_order_ops_through()
 torch.utils.generate_methods_for_privateuse1_backend(
     for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
 )
@@ -69,6 +70,10 @@ from . import distributed  # noqa: E402,F401  (registers the tpu_dist c10d backe
 from . import huggingface  # noqa: E402
 
 huggingface.install()  # accelerate / Transformers choose tpu where their device lists stop short
+
+from . import flex_attention  # noqa: E402
+
+flex_attention.install()  # torch's flex_attention accepts tpu tensors, autocast included
 
 from . import process_sharing  # noqa: E402
 

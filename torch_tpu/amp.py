@@ -30,6 +30,25 @@ class autocast(torch.amp.autocast_mode.autocast):
         super().__init__("tpu", enabled=enabled, dtype=dtype, cache_enabled=cache_enabled)
 
 
+def _let_higher_order_ops_through() -> None:
+    """Under torch.autocast("tpu"), higher-order ops (torch.cond, while_loop,
+    scan, flex_attention's backward, the activation-checkpoint wrappers...)
+    found no kernel: torch lets autocast fall through every HOP for CPU, CUDA
+    and XPU only (`_HIGHER_ORDER_OP_DEFAULT_FALLTHROUGH_DISPATCH_KEYS`), so
+    each raised "could not find kernel for HigherOrderOperator ... at
+    dispatch key AutocastPrivateUse1", eager or under torch.compile. They
+    now fall through for tpu too, as for CUDA: the ops inside autocast by
+    their own kernels. A HOP with its own tpu autocast kernel keeps it."""
+    from torch import _ops
+
+    key = torch._C.DispatchKey.AutocastPrivateUse1
+    if key not in _ops._HIGHER_ORDER_OP_DEFAULT_FALLTHROUGH_DISPATCH_KEYS:
+        _ops._HIGHER_ORDER_OP_DEFAULT_FALLTHROUGH_DISPATCH_KEYS.append(key)  # HOPs made from now on
+    for hop in list(_ops._higher_order_ops.values()):  # those made already
+        if key not in hop.py_kernels:
+            hop.fallthrough(key)
+
+
 GradScaler = functools.partial(torch.amp.GradScaler, "tpu")
 custom_fwd = functools.partial(torch.amp.custom_fwd, device_type="tpu")
 custom_bwd = functools.partial(torch.amp.custom_bwd, device_type="tpu")

@@ -184,6 +184,16 @@ def _has_tpu_tensor(values) -> bool:
     return any(isinstance(v, torch.Tensor) and v.device.type == "tpu" for v in values)
 
 
+def _on_tpu(gm: torch.fx.GraphModule, example_inputs) -> bool:
+    """The graph takes or makes tpu tensors. A graph with no tpu input can
+    still make them (transformers compiles `create_block_mask`, whose graph
+    builds its masks from `arange(..., device="tpu")` and takes no tensor)."""
+    if _has_tpu_tensor(example_inputs):
+        return True
+    return any(_has_tpu_tensor(torch.utils._pytree.tree_leaves(node.meta.get("example_value")))
+               for node in gm.graph.nodes)
+
+
 class _DefaultBackend:
     """torch.compile's backend when none is given: "tpu" for graphs with tpu
     inputs (as the reference backend does), Inductor, configured exactly as
@@ -201,7 +211,7 @@ class _DefaultBackend:
         return self._inductor[key]
 
     def __call__(self, gm, example_inputs, mode=None, options=None):
-        if _has_tpu_tensor(example_inputs):
+        if _on_tpu(gm, example_inputs):
             return tpu_backend(gm, example_inputs)
         return self._inductor_for(mode, options)(gm, example_inputs)
 

@@ -3,8 +3,8 @@
 Transformers 5 knows a `tpu` accelerator (`is_torch_tpu_available` probes
 `torch.accelerator`; `TrainingArguments.device`, generate's auto-compile and
 `_default_compile_config` use it), and everything that takes a device works
-with "tpu" as given. Five places choose a device or a compiler from a fixed
-list of backends that has no entry for tpu and offer no hook to add one;
+with "tpu" as given. Six places choose a device, a compiler or a feature
+from a fixed list that has no entry for tpu and offer no hook to add one;
 each is adjusted here, right after its module is imported, only to fill that
 gap:
 
@@ -22,6 +22,9 @@ gap:
 - Transformers `TrainingArguments`: `torch_compile=True` with no backend
   picks "tpu" on tpu, as it picks "hpu_backend" / "neuron" for those
   (Inductor refuses tpu graphs, docs/REFERENCE.md).
+- Transformers `is_torch_flex_attn_available`: False whenever the host
+  accelerator is tpu, because torch's flex_attention refused tpu tensors;
+  torch_tpu/flex_attention.py makes it take them, so it is True here.
 
 Each adjustment steps aside where the library already gives an answer for
 tpu, and everything else passes through unchanged.
@@ -186,7 +189,29 @@ def _patch_pipelines(module) -> None:
     cls.__init__ = _mark(__init__)
 
 
+# ------------------------------------------------- transformers.utils.import_utils
+
+
+def _patch_import_utils(module) -> None:
+    original = module.is_torch_flex_attn_available
+    if getattr(original, _WRAPPED, False):
+        return
+
+    # Transformers turns flex attention off whenever the host accelerator is
+    # tpu, because torch's flex_attention refused tpu tensors; with
+    # torch_tpu.flex_attention it takes them, so the models' flex path
+    # (attn_implementation="flex_attention", BlockMask masks) is offered.
+    @functools.lru_cache
+    def is_torch_flex_attn_available() -> bool:
+        return original() or (module.is_torch_available() and _tpu_is_accelerator())
+
+    # A trace-time constant for Dynamo, as the original (marked under the cache).
+    setattr(is_torch_flex_attn_available.__wrapped__, "_dynamo_marked_constant", True)
+    module.is_torch_flex_attn_available = _mark(is_torch_flex_attn_available)
+
+
 _HOOKS = {
+    "transformers.utils.import_utils": _patch_import_utils,
     "accelerate.state": _patch_state,
     "accelerate.utils.modeling": _patch_modeling,
     "accelerate.utils.dataclasses": _patch_dataclasses,
