@@ -375,8 +375,11 @@ NOTES = [
     "stacked features, Inkling2VisionModel's merged patches, PaddleOCRVL*'s 5-d patches with text, "
     "MiniCPM vision towers' target sizes, Step3p7*'s image tokens, Autoformer's lag window, "
     "Blip2ForImageTextRetrieval, ShieldGemma2's image pooling, DepthPro's 384-pixel patches, "
-    "Llama4's vision projector, Sapiens2* and xLSTMModel's head widths); Doge* fail inside Transformers "
-    "(`BlockMask` is undefined in its mask path without flex attention).",
+    "Llama4's vision projector, Sapiens2* and xLSTMModel's head widths); Doge* failed inside Transformers "
+    "(`BlockMask` is undefined in its mask path without flex attention; Transformers turned flex attention "
+    "off whenever the host accelerator is tpu). Since torch_tpu/flex_attention.py lets torch's flex_attention "
+    "take tpu tensors and huggingface.py adjusts `is_torch_flex_attn_available`, the three Doge architectures "
+    "pass (a), (b) and (c) (7 December, 04:18 UTC).",
     "The stale-derived-width rule (branch zoorec1) also changed the tiny configs of 78 architectures "
     "that had already run: the Wav2Vec2 family's adapter `output_hidden_size` (Wav2Vec2*, WavLM*, "
     "Data2VecAudio*, Wav2Vec2Bert*, Wav2Vec2Conformer*), `pooler_output_size` (ViT*, DeiT*, IJepa*, "
