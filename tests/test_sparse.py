@@ -1,6 +1,7 @@
-"""Sparse COO tensors on tpu (csrc/aten/sparse_coo.cpp): sparse gradients of
-Embedding and EmbeddingBag, their accumulation, the optimizers that read them,
-and the basic sparse API, each against the same code on CPU. Before, the
+"""Sparse COO tensors on tpu (csrc/aten/sparse_coo.cpp, sparse_coo_ops.cpp):
+sparse gradients of Embedding and EmbeddingBag, their accumulation, the
+optimizers that read them, the basic sparse API, and what graph networks do
+with an adjacency matrix, each against the same code on CPU. Before, the
 first backward of nn.Embedding(sparse=True) failed with the dispatcher's
 "Could not run ... 'SparsePrivateUse1' backend"."""
 
@@ -142,10 +143,12 @@ def test_sparse_errors_are_clear():
         tpu + torch.ones(3, 4, device="tpu")
     with pytest.raises(RuntimeError, match="same size"):
         torch.ones(2, 4, device="tpu") + tpu
-    with pytest.raises(NotImplementedError, match="index_select.*sparse COO tensor on tpu"):
-        tpu.index_select(0, torch.tensor([0], device="tpu"))
-    with pytest.raises(NotImplementedError, match="mul of sparse tensors on tpu"):
-        tpu * tpu
+    with pytest.raises(NotImplementedError, match="hspmm.*sparse COO tensor on tpu"):
+        torch.hspmm(tpu, torch.ones(4, 2, device="tpu"))
+    with pytest.raises(RuntimeError, match="zeroth power"):
+        tpu.pow(0)
+    with pytest.raises(NotImplementedError, match="only the COO layout"):
+        torch.ones(2, 2, device="tpu").to_sparse(layout=torch.sparse_csr)
 
 
 def test_sparse_sum_and_sparse_dense_products_match_cpu():
@@ -201,3 +204,71 @@ def test_sparse_embedding_under_torch_compile():
         results[dev] = grads + [emb.weight.detach().cpu(), lin.weight.detach().cpu()]
     for got, ref in zip(results["tpu"], results["cpu"]):
         assert_close(got, ref)
+
+
+def _check(tpu, cpu):
+    assert tpu.device.type == "tpu" and tpu.layout == cpu.layout
+    assert_close(_dense(tpu).cpu(), _dense(cpu))
+
+
+@pytest.mark.parametrize("dense_dims", [(), (2,)])
+def test_sparse_elementwise_and_shape_ops_match_cpu(dense_dims):
+    """On an uncoalesced tensor (duplicates are summed before a nonlinear op)."""
+    cpu, tpu = _example("cpu", dense_dims), _example("tpu", dense_dims)
+    signed_cpu, signed_tpu = cpu - cpu * 1.5, tpu - tpu * 1.5
+    _check(signed_tpu, signed_cpu)
+    for op in ("abs", "sqrt", "sin", "tanh", "relu", "sign", "expm1", "log1p", "trunc", "asinh"):
+        src_cpu, src_tpu = (cpu, tpu) if op in ("sqrt", "log1p") else (signed_cpu, signed_tpu)
+        _check(getattr(src_tpu, op)(), getattr(src_cpu, op)())
+    _check(tpu.pow(2), cpu.pow(2))
+    _check(torch.abs(signed_tpu, out=torch.empty(0, device="tpu").to_sparse()), signed_cpu.abs())
+    inplace = tpu.coalesce()  # in place needs coalesced input, as on CPU
+    inplace.sqrt_()
+    _check(inplace, cpu.sqrt())
+    dense = torch.randn(3, 4, *dense_dims)
+    _check(tpu * dense.to("tpu"), cpu * dense)
+    _check(dense.to("tpu") * tpu, dense * cpu)
+    other = torch.sparse_coo_tensor(torch.tensor([[2, 1, 0, 2], [1, 1, 3, 2]]), torch.randn(4, *dense_dims), cpu.shape)
+    _check(tpu * other.to("tpu"), cpu * other)
+    _check(torch.cat([tpu, tpu], 1), torch.cat([cpu, cpu], 1))
+    _check(tpu.unsqueeze(1), cpu.unsqueeze(1))
+    _check(tpu.narrow_copy(1, 1, 2), cpu.narrow_copy(1, 1, 2))
+    for dim, index in ((0, [2, 0, 2]), (1, [3, 3, 0, 2]), (len(cpu.shape) - 1, [1, 0])):
+        _check(tpu.index_select(dim, torch.tensor(index, device="tpu")), cpu.index_select(dim, torch.tensor(index)))
+    x = torch.randn(3, 4, *dense_dims)
+    x[x < 0.3] = 0
+    for sparse_dim in (1, 2):
+        _check(x.to("tpu").to_sparse(sparse_dim), x.to_sparse(sparse_dim))
+    assert torch.equal(x.to("tpu").to_sparse().indices().cpu(), x.to_sparse().indices())
+
+
+def test_sparse_products_match_cpu():
+    cpu, tpu = _example("cpu"), _example("tpu")
+    x = torch.randn(5, 3)
+    _check(x.to("tpu") @ tpu, x @ cpu)
+    v = torch.randn(4)
+    _check(torch.mv(tpu, v.to("tpu")), torch.mv(cpu, v))
+    other = torch.sparse_coo_tensor(torch.tensor([[0, 3, 3, 1, 3], [1, 0, 1, 0, 1]]), torch.randn(5), (4, 2))
+    got, ref = torch.sparse.mm(tpu, other.to("tpu")), torch.sparse.mm(cpu, other)
+    assert got.is_sparse
+    _check(got, ref)
+
+
+@pytest.mark.parametrize("log", [False, True])
+@pytest.mark.parametrize("dim", [0, 1])
+def test_sparse_softmax_gradients_match_cpu(log, dim):
+    """torch.sparse.softmax over the stored entries of each row (a GAT layer's
+    attention over a node's edges), forward and its values' gradient."""
+    torch.manual_seed(0)
+    edges = torch.tensor([[0, 0, 1, 2, 2, 2, 4, 0], [1, 3, 0, 1, 2, 4, 3, 1]])
+    scores = torch.randn(8)
+    fn = torch.sparse.log_softmax if log else torch.sparse.softmax
+    weight = torch.randn(5, 5)
+    results = {}
+    for dev in ("cpu", "tpu"):
+        s = scores.to(dev).detach().requires_grad_()
+        out = fn(torch.sparse_coo_tensor(edges.to(dev), s, (5, 5)), dim)
+        (out.to_dense() * weight.to(dev)).sum().backward()
+        results[dev] = (out, s.grad)
+    _check(results["tpu"][0], results["cpu"][0])
+    assert_close(results["tpu"][1].cpu(), results["cpu"][1])

@@ -1,4 +1,5 @@
-// Sparse COO tensors on tpu, as far as sparse gradients need them:
+// Sparse COO tensors on tpu, as far as sparse gradients need them (more
+// sparse ops, for graph networks, are in sparse_coo_ops.cpp):
 // nn.Embedding(sparse=True) and nn.EmbeddingBag(sparse=True) backward, the
 // accumulation of their gradients into .grad, the SGD, SparseAdam and
 // Adagrad steps that read them, the basic sparse API (coalesce, to_dense,
@@ -26,6 +27,7 @@
 #include <ATen/ops/_indices_native.h>
 #include <ATen/ops/_nnz_native.h>
 #include <ATen/ops/_sparse_coo_tensor_unsafe.h>
+#include <ATen/ops/_sparse_sparse_matmul.h>
 #include <ATen/ops/_sparse_coo_tensor_with_dims_and_tensors_native.h>
 #include <ATen/ops/_sparse_coo_tensor_with_dims_native.h>
 #include <ATen/ops/_to_dense_native.h>
@@ -59,10 +61,16 @@
 #include <ATen/ops/sub.h>
 #include <ATen/ops/values_native.h>
 #include <ATen/ops/zero_native.h>
+#include <ATen/ops/where.h>
 #include <ATen/ops/zeros.h>
+#include <ATen/ops/eq.h>
+#include <ATen/ops/nonzero.h>
+#include <ATen/ops/zeros_like.h>
+#include <ATen/ExpandUtils.h>
 #include <c10/util/Exception.h>
 #include <torch/library.h>
 
+#include "aten/sparse_util.h"
 #include "exec/op_runner.h"
 
 namespace torch_tpu::aten::sparse {
@@ -98,12 +106,8 @@ Tensor coalesce(const Tensor& self) {
   const int64_t nnz = self._nnz();
   if (nnz < 2) return at::native::clone_sparse(self)._coalesced_(true);
   const auto sizes = self.sizes().slice(0, self.sparse_dim());
-  // Row-major position of each entry among the sparse dims (PyTorch's
-  // flatten_indices goes through a CPU/CUDA-only kernel stub).
-  const Tensor indices = self._indices();
-  Tensor flat = indices.select(0, 0);
-  for (size_t d = 1; d < sizes.size(); ++d) flat = at::add(at::mul(flat, sizes[d]), indices.select(0, d));
-  auto [unique, inverse, counts] = at::_unique2(flat, /*sorted=*/true, /*return_inverse=*/true);
+  auto [unique, inverse, counts] =
+      at::_unique2(flat_positions(self._indices(), sizes), /*sorted=*/true, /*return_inverse=*/true);
   const Tensor old_values = self._values();
   auto value_sizes = old_values.sizes().vec();
   value_sizes[0] = unique.size(0);
@@ -155,15 +159,41 @@ Tensor& add_out(const Tensor& self, const Tensor& other, const at::Scalar& alpha
   return out;
 }
 
+// sparse * dense: the dense operand (broadcast to the sparse one's sizes)
+// read at the stored indices, the indices kept; sparse * sparse: the
+// entries both store (keys matched on the coalesced operands), as the
+// product of the dense tensors would have them.
+Tensor sparse_times_dense(const Tensor& sparse, const Tensor& dense) {
+  TORCH_CHECK(at::infer_size(sparse.sizes(), dense.sizes()) == sparse.sizes(), "mul: the dense operand's size ",
+              dense.sizes(), " does not broadcast to the sparse operand's ", sparse.sizes());
+  return at::mul(sparse._values(), dense.expand(sparse.sizes()).index(index_rows(sparse)));
+}
+
+Tensor& sparse_times_sparse(const Tensor& self, const Tensor& other, Tensor& out) {
+  check_same_sizes("mul", self, other);
+  TORCH_CHECK(self.sparse_dim() == other.sparse_dim(), "mul: sparse tensors with ", self.sparse_dim(), " and ",
+              other.sparse_dim(), " sparse dims cannot be multiplied");
+  const Tensor a = self.coalesce(), b = other.coalesce();
+  auto [at_b, in_b] = find_entries(b, a);
+  const Tensor pick = at::nonzero(in_b).squeeze(1);
+  const Tensor values = at::mul(a._values().index_select(0, pick), b._values().index_select(0, at_b.index_select(0, pick)));
+  set_sparse(out, self, a._indices().index_select(1, pick), values.to(out.scalar_type()), /*coalesced=*/true);
+  return out;
+}
+
 // A sparse tensor times a number (a 0-dim tensor, or a Python scalar that
-// mul.Scalar wraps): the values are scaled, the indices kept.
+// mul.Scalar wraps): the values are scaled, the indices kept. Times a
+// dense or a sparse tensor: above.
 Tensor& mul_out(const Tensor& self, const Tensor& other, Tensor& out) {
   const bool self_scalar = !self.is_sparse() && self.dim() == 0;
   const bool other_scalar = !other.is_sparse() && other.dim() == 0;
-  TORCH_CHECK_NOT_IMPLEMENTED(self_scalar != other_scalar,
-                              "mul of sparse tensors on tpu: only a sparse tensor times a number (or a 0-dim "
-                              "tensor) is implemented; got ", self.layout(), " ", self.sizes(), " and ",
-                              other.layout(), " ", other.sizes());
+  if (self.is_sparse() && other.is_sparse()) return sparse_times_sparse(self, other, out);
+  if (!self_scalar && !other_scalar) {
+    const Tensor& sparse = self.is_sparse() ? self : other;
+    const Tensor values = sparse_times_dense(sparse, self.is_sparse() ? other : self).to(out.scalar_type());
+    set_sparse(out, sparse, sparse._indices().clone(), values, sparse.is_coalesced());
+    return out;
+  }
   const Tensor& sparse = self_scalar ? other : self;
   const Tensor& scalar = self_scalar ? self : other;
   if (out.is_same(sparse) && out.scalar_type() == sparse.scalar_type()) {
@@ -181,8 +211,8 @@ Tensor& mul_out(const Tensor& self, const Tensor& other, Tensor& out) {
 Tensor sparse_mask(const Tensor& self, const Tensor& mask) {
   TORCH_CHECK(mask.sizes().equals(self.sizes()), "sparse_mask(): operands have incompatible sizes; self has size ",
               self.sizes(), " but mask has size ", mask.sizes());
-  TORCH_CHECK_NOT_IMPLEMENTED(!self.is_sparse(), "sparse_mask of a sparse tensor on tpu is not implemented");
-  const Tensor values = self.index(index_rows(mask));
+  // A sparse self (the gradient of a sparse tensor's values) is looked up by key.
+  const Tensor values = self.is_sparse() ? values_at(self, mask) : self.index(index_rows(mask));
   return at::_sparse_coo_tensor_unsafe(mask._indices().clone(), values, mask.sizes(),
                                        mask.options().dtype(self.scalar_type()))
       ._coalesced_(mask.is_coalesced());
@@ -190,11 +220,11 @@ Tensor sparse_mask(const Tensor& self, const Tensor& mask) {
 
 // sparse [M, K] @ dense [K, N] (torch.sparse.mm, a graph's adjacency times
 // features): each stored entry (i, k, v) adds v * dense[k] to row i. The
-// dense operand's gradient (mat1.t().mm(grad)) runs through here too.
+// dense operand's gradient (mat1.t().mm(grad)) runs through here too, and
+// dense @ sparse as its transpose; sparse @ sparse is sparse_coo_ops.cpp's.
 Tensor sparse_dense_mm(const Tensor& self, const Tensor& mat2) {
-  TORCH_CHECK_NOT_IMPLEMENTED(self.is_sparse() && !mat2.is_sparse(),
-                              "mm on tpu: only a sparse matrix times a dense one is implemented; got ", self.layout(),
-                              " @ ", mat2.layout());
+  if (self.is_sparse() && mat2.is_sparse()) return at::_sparse_sparse_matmul(self, mat2);  // sparse_coo_ops.cpp
+  if (!self.is_sparse()) return sparse_dense_mm(mat2.t(), self.t()).t();  // dense @ sparse = (sparse^T @ dense^T)^T
   TORCH_CHECK(self.sparse_dim() == 2 && self.dense_dim() == 0 && mat2.dim() == 2,
               "mm: expected a 2-D sparse matrix and a 2-D dense matrix, got sizes ", self.sizes(), " and ", mat2.sizes());
   TORCH_CHECK(self.size(1) == mat2.size(0), "mat1 and mat2 shapes cannot be multiplied (", self.size(0), "x",
@@ -253,11 +283,41 @@ void not_implemented_for_sparse(const c10::OperatorHandle& op, torch::jit::Stack
   TORCH_CHECK_NOT_IMPLEMENTED(false, "Could not run '", op.schema().operator_name(),
                               "' on a sparse COO tensor on tpu: tpu sparse tensors cover sparse gradients "
                               "(Embedding/EmbeddingBag with sparse=True, their accumulation, SGD, SparseAdam, "
-                              "Adagrad), coalesce, to_dense, add, mul and div by a number, sum, norm and sparse @ "
-                              "dense; convert with to_dense() first");
+                              "Adagrad), coalesce, to_dense, add, sub, mul, div by a number, sum, norm, products "
+                              "with dense or sparse matrices, softmax, index_select, cat and the zero-preserving "
+                              "elementwise ops; convert with to_dense() first");
 }
 
 }  // namespace
+
+Tensor flat_positions(const Tensor& indices, at::IntArrayRef sizes) {
+  Tensor flat = indices.select(0, 0);
+  for (size_t d = 1; d < sizes.size(); ++d) flat = at::add(at::mul(flat, sizes[d]), indices.select(0, d));
+  return flat;
+}
+
+std::pair<Tensor, Tensor> find_entries(const Tensor& source, const Tensor& wanted) {
+  const auto sizes = source.sizes().slice(0, source.sparse_dim());
+  const int64_t nnz = source._nnz();
+  const Tensor keys = flat_positions(wanted._indices(), sizes);
+  if (nnz == 0) return {at::zeros_like(keys), at::zeros_like(keys, keys.options().dtype(at::kBool))};
+  const Tensor stored = flat_positions(source._indices(), sizes);
+  const Tensor position = at::searchsorted(stored, keys).clamp_max(nnz - 1);
+  return {position, at::eq(stored.index_select(0, position), keys)};
+}
+
+Tensor values_at(const Tensor& self, const Tensor& mask) {
+  const Tensor source = self.coalesce();  // sorted keys, one entry each
+  auto [position, found] = find_entries(source, mask);
+  Tensor values = source._values();
+  if (source._nnz() == 0) {
+    auto sizes = values.sizes().vec();
+    sizes[0] = mask._nnz();
+    return at::zeros(sizes, values.options());
+  }
+  for (int64_t d = 1; d < values.dim(); ++d) found = found.unsqueeze(-1);
+  return at::where(found, values.index_select(0, position), at::zeros({}, values.options()));
+}
 
 TORCH_LIBRARY_IMPL(aten, SparsePrivateUse1, m) {
   // PyTorch's own kernels: metadata, or calls to other ops.
