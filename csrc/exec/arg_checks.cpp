@@ -87,7 +87,8 @@ void check_values(const c10::FunctionSchema& schema, const std::vector<c10::IVal
     if (!value || !value->isScalar() || !self) return;
     c10::Scalar v = value->toScalar();
     AT_DISPATCH_V2(self->scalar_type(), "fill", AT_WRAP([&] { (void)v.to<scalar_t>(); }), AT_EXPAND(AT_ALL_TYPES),
-                   AT_EXPAND(AT_COMPLEX_TYPES), at::kHalf, at::kBFloat16, at::kBool, AT_EXPAND(AT_BAREBONES_UNSIGNED_TYPES));
+                   AT_EXPAND(AT_COMPLEX_TYPES), at::kHalf, at::kBFloat16, at::kBool, AT_EXPAND(AT_BAREBONES_UNSIGNED_TYPES),
+                   AT_EXPAND(AT_FLOAT8_TYPES));
   } else if (which == ArgCheckPlan::kCat) {
     // CPU's words; PyTorch's meta kernel raises "list assignment index out
     // of range" (IndexError) for a 0-dim tensor

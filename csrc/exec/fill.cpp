@@ -1,6 +1,10 @@
 #include "exec/fill.h"
 
 #include <c10/util/Exception.h>
+#include <c10/util/Float8_e4m3fn.h>
+#include <c10/util/Float8_e4m3fnuz.h>
+#include <c10/util/Float8_e5m2.h>
+#include <c10/util/Float8_e5m2fnuz.h>
 
 #include <cstring>
 
@@ -39,6 +43,19 @@ void scalar_bytes(const c10::Scalar& s, at::ScalarType dtype, uint8_t bytes[16])
     case at::kDouble: { auto v = s.toDouble(); std::memcpy(bytes, &v, 8); break; }
     case at::kComplexFloat: { auto v = s.toComplexFloat(); std::memcpy(bytes, &v, 8); break; }
     case at::kComplexDouble: { auto v = s.toComplexDouble(); std::memcpy(bytes, &v, 16); break; }
+    // c10's conversions, which are CPU's cast (e4m3fn saturates).
+    case at::kFloat8_e4m3fn: { c10::Float8_e4m3fn v(static_cast<float>(s.toDouble())); std::memcpy(bytes, &v, 1); break; }
+    case at::kFloat8_e5m2: { c10::Float8_e5m2 v(static_cast<float>(s.toDouble())); std::memcpy(bytes, &v, 1); break; }
+    case at::kFloat8_e4m3fnuz: {
+      c10::Float8_e4m3fnuz v(static_cast<float>(s.toDouble()));
+      std::memcpy(bytes, &v, 1);
+      break;
+    }
+    case at::kFloat8_e5m2fnuz: {
+      c10::Float8_e5m2fnuz v(static_cast<float>(s.toDouble()));
+      std::memcpy(bytes, &v, 1);
+      break;
+    }
     default: TORCH_CHECK_NOT_IMPLEMENTED(false, "torch_tpu: scalar of dtype ", dtype, " is not supported");
   }
 }

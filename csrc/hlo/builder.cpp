@@ -108,9 +108,21 @@ bool real_only(std::string_view op) {
   return listed(kOps, op);
 }
 
+// What CPU and CUDA do with 8-bit floats: store, move, select, compare,
+// convert, abs and matmul; no other arithmetic (neither has a kernel).
+bool float8_ok(std::string_view op) {
+  static const std::string_view kOps[] = {
+      "convert", "bitcast_convert", "reshape", "transpose", "broadcast_in_dim", "slice", "dynamic_slice",
+      "dynamic_update_slice", "concatenate", "gather", "scatter", "pad", "select", "compare", "reverse", "abs",
+      "dot_general", "optimization_barrier", "tuple", "get_tuple_element", "return", "sort", "copy"};
+  return listed(kOps, op);
+}
+
 void check_element_types(std::string_view op, const std::vector<Value>& operands) {
   for (const Value& v : operands) {
     ElementType e = v.element();
+    if (is_float8(e) && !float8_ok(op))
+      throw UnsupportedElementType("stablehlo." + std::string(op) + " of " + element_name(e), e);
     if (is_complex(e) && real_only(op))
       throw UnsupportedElementType("stablehlo." + std::string(op) + " of " + element_name(e), e);
     if (is_float(e) || is_complex(e)) continue;

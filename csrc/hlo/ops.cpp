@@ -3,6 +3,10 @@
 #include "hlo/complex_ops.h"
 
 #include <c10/util/BFloat16.h>
+#include <c10/util/Float8_e4m3fn.h>
+#include <c10/util/Float8_e4m3fnuz.h>
+#include <c10/util/Float8_e5m2.h>
+#include <c10/util/Float8_e5m2fnuz.h>
 #include <c10/util/Half.h>
 
 #include <cinttypes>
@@ -17,6 +21,8 @@ namespace {
 
 TensorType with_element(const TensorType& t, ElementType e) { return TensorType{e, t.dims}; }
 TensorType scalar_type(ElementType e) { return TensorType{e, {}}; }
+
+Value round_to_float8(Value x, ElementType e);  // below convert, which uses it
 
 void require(bool ok, const char* what) {
   if (!ok) throw std::invalid_argument(std::string("hlo: ") + what);
@@ -45,6 +51,18 @@ std::string float_literal(ElementType e, double v) {
       break;
     case ElementType::kF16:
       std::snprintf(buf, sizeof(buf), "0x%04X", c10::Half(static_cast<float>(v)).x);
+      break;
+    case ElementType::kF8E4M3FN:
+      std::snprintf(buf, sizeof(buf), "0x%02X", c10::Float8_e4m3fn(static_cast<float>(v)).x);
+      break;
+    case ElementType::kF8E5M2:
+      std::snprintf(buf, sizeof(buf), "0x%02X", c10::Float8_e5m2(static_cast<float>(v)).x);
+      break;
+    case ElementType::kF8E4M3FNUZ:
+      std::snprintf(buf, sizeof(buf), "0x%02X", c10::Float8_e4m3fnuz(static_cast<float>(v)).x);
+      break;
+    case ElementType::kF8E5M2FNUZ:
+      std::snprintf(buf, sizeof(buf), "0x%02X", c10::Float8_e5m2fnuz(static_cast<float>(v)).x);
       break;
     default:
       throw std::invalid_argument("hlo: not a float type");
@@ -144,8 +162,44 @@ Value convert(Value x, ElementType e) {
   // XLA's direct convert saturates (0, 255).
   if (e == ElementType::kU8 && is_float(x.element()))
     x = x.builder().emit("convert", {x}, with_element(x.type(), ElementType::kI64));
+  if (is_float8(e) && !is_complex(x.element())) x = round_to_float8(x, e);
   return x.builder().emit("convert", {x}, with_element(x.type(), e));
 }
+
+namespace {
+
+// x (any real type) as float32 holding a value of `e`'s grid, the value
+// PyTorch's cast to `e` gives, so that XLA's convert only changes the
+// encoding. XLA:CPU's convert to 8-bit floats rounds twice (through f16:
+// -4.7489 became -5 in e4m3fn where CPU and CUDA give -4.5), and into the
+// fnuz formats it turns a negative value that rounds to zero into 0x80,
+// which is their NaN. So: round to nearest even at `e`'s spacing for x's
+// exponent (never finer than its subnormals); the fnuz formats' zero is
+// +0; float8_e4m3fn, which has no infinity, saturates to +-448 (PyTorch's
+// cast and CUDA's SATFINITE: inf and overflow included); the others
+// overflow as XLA does (e5m2 to inf, fnuz to NaN). NaN stays NaN.
+Value round_to_float8(Value x, ElementType e) {
+  int mantissa = 3, min_exponent = -6;
+  if (e == ElementType::kF8E5M2) mantissa = 2, min_exponent = -14;
+  if (e == ElementType::kF8E4M3FNUZ) mantissa = 3, min_exponent = -7;
+  if (e == ElementType::kF8E5M2FNUZ) mantissa = 2, min_exponent = -15;
+  x = convert(x, ElementType::kF32);  // exact from 8- and 16-bit floats and small ints; f64 as CPU (via float)
+  const ElementType i32 = ElementType::kI32;
+  Value bits = bitcast_convert(x, i32);
+  Value exponent = sub(binary("and", binary("shift_right_logical", bits, full_like(bits, 23)), full_like(bits, 255)),
+                       full_like(bits, 127));
+  exponent = max(exponent, full_like(exponent, min_exponent));
+  Value spacing = bitcast_convert(
+      binary("shift_left", add(exponent, full_like(exponent, 127 - mantissa)), full_like(exponent, 23)),
+      ElementType::kF32);
+  Value r = mul(unary("round_nearest_even", div(x, spacing)), spacing);  // both exact: spacing is a power of 2
+  if (e == ElementType::kF8E4M3FNUZ || e == ElementType::kF8E5M2FNUZ)
+    r = select(compare(r, zeros_like(r), "EQ"), zeros_like(r), r);
+  if (e == ElementType::kF8E4M3FN) r = clamp(full_like(r, -448.0), r, full_like(r, 448.0));
+  return r;
+}
+
+}  // namespace
 
 Value bitcast_convert(Value x, ElementType e) {
   if (x.element() == e) return x;
@@ -348,6 +402,13 @@ std::vector<Value> reduce_multi(const std::vector<Value>& xs, const std::vector<
 }
 
 Value dot_general(Value lhs, Value rhs, const DotDims& dd, ElementType result, const std::string& precision) {
+  // 8-bit float products accumulate in float32 and round once, as CPU's
+  // (XLA:CPU's f8 dot rounded through f16: one e4m3 step off).
+  if (is_float8(lhs.element()) || is_float8(rhs.element())) {
+    Value wide = dot_general(convert(lhs, ElementType::kF32), convert(rhs, ElementType::kF32), dd,
+                             is_float8(result) ? ElementType::kF32 : result, precision);
+    return convert(wide, result);
+  }
   Dims out;
   for (auto d : dd.lhs_batch) out.push_back(lhs.dim(d));
   Dims lhs_skip = dd.lhs_batch, rhs_skip = dd.rhs_batch;

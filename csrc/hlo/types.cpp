@@ -18,13 +18,22 @@ const char* element_name(ElementType e) {
     case ElementType::kF64: return "f64";
     case ElementType::kC64: return "complex<f32>";
     case ElementType::kC128: return "complex<f64>";
+    case ElementType::kF8E4M3FN: return "f8E4M3FN";
+    case ElementType::kF8E5M2: return "f8E5M2";
+    case ElementType::kF8E4M3FNUZ: return "f8E4M3FNUZ";
+    case ElementType::kF8E5M2FNUZ: return "f8E5M2FNUZ";
   }
   return "?";
 }
 
 bool is_float(ElementType e) {
   return e == ElementType::kF16 || e == ElementType::kBF16 || e == ElementType::kF32 ||
-         e == ElementType::kF64;
+         e == ElementType::kF64 || is_float8(e);
+}
+
+bool is_float8(ElementType e) {
+  return e == ElementType::kF8E4M3FN || e == ElementType::kF8E5M2 || e == ElementType::kF8E4M3FNUZ ||
+         e == ElementType::kF8E5M2FNUZ;
 }
 
 bool is_complex(ElementType e) { return e == ElementType::kC64 || e == ElementType::kC128; }
@@ -48,6 +57,8 @@ int element_bits(ElementType e) {
   switch (e) {
     case ElementType::kPred: return 1;
     case ElementType::kI8: case ElementType::kU8: return 8;
+    case ElementType::kF8E4M3FN: case ElementType::kF8E5M2: case ElementType::kF8E4M3FNUZ:
+    case ElementType::kF8E5M2FNUZ: return 8;
     case ElementType::kI16: case ElementType::kF16: case ElementType::kBF16: return 16;
     case ElementType::kI32: case ElementType::kU32: case ElementType::kF32: return 32;
     case ElementType::kI64: case ElementType::kU64: case ElementType::kF64: case ElementType::kC64: return 64;

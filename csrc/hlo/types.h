@@ -23,11 +23,19 @@ enum class ElementType : uint8_t {
   kF64,
   kC64,   // complex<f32>
   kC128,  // complex<f64>
+  // 8-bit floats: stored, moved, compared and converted; arithmetic on them
+  // is refused, as CPU and CUDA refuse it (Builder::emit).
+  kF8E4M3FN,
+  kF8E5M2,
+  kF8E4M3FNUZ,
+  kF8E5M2FNUZ,
 };
+inline constexpr int kElementTypeCount = static_cast<int>(ElementType::kF8E5M2FNUZ) + 1;
 
 // MLIR spelling of the element type ("f32", "bf16", "i1", "ui8", ...).
 const char* element_name(ElementType e);
 bool is_float(ElementType e);
+bool is_float8(ElementType e);
 bool is_complex(ElementType e);
 // complex<f32> -> f32, complex<f64> -> f64; anything else unchanged.
 ElementType complex_component(ElementType e);

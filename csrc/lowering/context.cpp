@@ -26,6 +26,10 @@ ElementType element_type(at::ScalarType t) {
     case at::kDouble: return ElementType::kF64;
     case at::kComplexFloat: return ElementType::kC64;
     case at::kComplexDouble: return ElementType::kC128;
+    case at::kFloat8_e4m3fn: return ElementType::kF8E4M3FN;
+    case at::kFloat8_e5m2: return ElementType::kF8E5M2;
+    case at::kFloat8_e4m3fnuz: return ElementType::kF8E4M3FNUZ;
+    case at::kFloat8_e5m2fnuz: return ElementType::kF8E5M2FNUZ;
     default:
       TORCH_CHECK_NOT_IMPLEMENTED(false, "torch_tpu: dtype ", t, " is not supported on tpu");
   }
@@ -47,6 +51,10 @@ at::ScalarType scalar_type(ElementType e) {
     case ElementType::kF64: return at::kDouble;
     case ElementType::kC64: return at::kComplexFloat;
     case ElementType::kC128: return at::kComplexDouble;
+    case ElementType::kF8E4M3FN: return at::kFloat8_e4m3fn;
+    case ElementType::kF8E5M2: return at::kFloat8_e5m2;
+    case ElementType::kF8E4M3FNUZ: return at::kFloat8_e4m3fnuz;
+    case ElementType::kF8E5M2FNUZ: return at::kFloat8_e5m2fnuz;
   }
   return at::kFloat;
 }

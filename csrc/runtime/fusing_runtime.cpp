@@ -71,7 +71,7 @@ hlo::TensorType parse_type(const std::string& s) {
     start = x + 1;
   }
   std::string el = inner.substr(start);
-  for (int e = 0; e <= static_cast<int>(hlo::ElementType::kC128); ++e)
+  for (int e = 0; e < hlo::kElementTypeCount; ++e)
     if (el == hlo::element_name(static_cast<hlo::ElementType>(e))) {
       t.element = static_cast<hlo::ElementType>(e);
       return t;

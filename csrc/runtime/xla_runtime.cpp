@@ -286,6 +286,10 @@ const char* numpy_dtype_name(hlo::ElementType e) {
     case E::kF64: return "float64";
     case E::kC64: return "complex64";
     case E::kC128: return "complex128";
+    case E::kF8E4M3FN: return "float8_e4m3fn";
+    case E::kF8E5M2: return "float8_e5m2";
+    case E::kF8E4M3FNUZ: return "float8_e4m3fnuz";
+    case E::kF8E5M2FNUZ: return "float8_e5m2fnuz";
   }
   return "?";
 }
@@ -402,10 +406,12 @@ class XlaRuntime final : public Runtime {
     for (auto& d : devices_) shardings_.push_back(sharding_cls(d));
     numpy_ = py::module_::import("numpy");
     py::module_ ml_dtypes = py::module_::import("ml_dtypes");
-    for (int e = 0; e <= static_cast<int>(hlo::ElementType::kC128); ++e) {
+    for (int e = 0; e < hlo::kElementTypeCount; ++e) {
       auto et = static_cast<hlo::ElementType>(e);
-      py::object dt = et == hlo::ElementType::kBF16 ? numpy_.attr("dtype")(ml_dtypes.attr("bfloat16"))
-                                                     : numpy_.attr("dtype")(numpy_dtype_name(et));
+      // numpy has no bfloat16 or 8-bit floats: ml_dtypes (jax's) names them.
+      const bool ml = et == hlo::ElementType::kBF16 || hlo::is_float8(et);
+      py::object dt = ml ? numpy_.attr("dtype")(ml_dtypes.attr(numpy_dtype_name(et)))
+                         : numpy_.attr("dtype")(numpy_dtype_name(et));
       np_dtypes_.push_back(dt);
     }
     // At exit, the autograd engine's tpu threads finish what they hold
@@ -989,7 +995,7 @@ class XlaRuntime final : public Runtime {
 
 hlo::ElementType parse_element(const std::string& s) {
   using E = hlo::ElementType;
-  for (int e = 0; e <= static_cast<int>(E::kC128); ++e)
+  for (int e = 0; e < hlo::kElementTypeCount; ++e)
     if (s == hlo::element_name(static_cast<E>(e))) return static_cast<E>(e);
   TORCH_CHECK(false, "torch_tpu: unknown element type ", s);
 }
