@@ -452,7 +452,7 @@ def rank0_dies():
 def train():
     """A training script written for CUDA with the device string changed, run
     by plain torchrun: init_process_group() with no backend (torch's default
-    for tpu), DDP without device_ids, object collectives, rank 0 evaluating
+    for tpu), DDP with device_ids=[local_rank], object collectives, rank 0 evaluating
     alone between steps (MPMD); then FSDP2, tensor parallel and DTensor on a
     DeviceMesh("tpu"), a two-stage pipeline (torch.distributed.pipelining),
     and a distributed checkpoint saved by TP-sharded parameters and loaded
@@ -503,7 +503,8 @@ def train():
 
     # DDP, 10 steps; rank 0 evaluates alone every few steps; losses logged through an object collective
     ref = model()
-    net = DDP(model().to(device))
+    # device_ids=[local_rank] as CUDA scripts write it: tpu:0 in every process
+    net = DDP(model().to(device), device_ids=[local_rank], output_device=local_rank)
     for step, loss in steps(net, ref, 10):
         if rank == 0 and step % 4 == 0:
             with torch.no_grad():
@@ -513,6 +514,12 @@ def train():
         if len(losses) != world or None in losses:
             FAILS.append(f"all_gather_object: {losses}")
     compare("ddp", net.module, ref)
+    try:
+        DDP(model().to(device), device_ids=[local_rank + 1])
+        FAILS.append("DDP(device_ids=[local_rank + 1]) was accepted")
+    except ValueError as e:
+        if "does not name this process's device" not in str(e):
+            FAILS.append(f"DDP(device_ids=[local_rank + 1]): {e}")
     if "tpu_dist_gloo" not in dist.get_backend_config():
         FAILS.append(f"default backend config {dist.get_backend_config()}")
 

@@ -84,3 +84,8 @@ def _register():
 
 
 _register()
+
+if dist.is_available():
+    from . import ddp as _ddp
+
+    _ddp.install()  # DDP(model, device_ids=[local_rank]) as CUDA scripts write it
