@@ -78,14 +78,6 @@ namespace {
 
 using at::Tensor;
 
-// One index tensor per sparse dim, as index_put_ and index take them.
-c10::List<std::optional<Tensor>> index_rows(const Tensor& sparse) {
-  const Tensor indices = sparse._indices();
-  c10::List<std::optional<Tensor>> rows;
-  for (int64_t d = 0; d < sparse.sparse_dim(); ++d) rows.push_back(indices.select(0, d));
-  return rows;
-}
-
 // t * s, or t itself when s is 1 (alpha and beta are 1 in almost every call).
 Tensor scaled(const Tensor& t, const at::Scalar& s) {
   return s.isIntegral(true) && s.toLong() == 1 ? t : at::mul(t, s);
@@ -290,6 +282,13 @@ void not_implemented_for_sparse(const c10::OperatorHandle& op, torch::jit::Stack
 
 }  // namespace
 
+c10::List<std::optional<Tensor>> index_rows(const Tensor& sparse) {
+  const Tensor indices = sparse._indices();
+  c10::List<std::optional<Tensor>> rows;
+  for (int64_t d = 0; d < sparse.sparse_dim(); ++d) rows.push_back(indices.select(0, d));
+  return rows;
+}
+
 Tensor flat_positions(const Tensor& indices, at::IntArrayRef sizes) {
   Tensor flat = indices.select(0, 0);
   for (size_t d = 1; d < sizes.size(); ++d) flat = at::add(at::mul(flat, sizes[d]), indices.select(0, d));
@@ -308,13 +307,13 @@ std::pair<Tensor, Tensor> find_entries(const Tensor& source, const Tensor& wante
 
 Tensor values_at(const Tensor& self, const Tensor& mask) {
   const Tensor source = self.coalesce();  // sorted keys, one entry each
-  auto [position, found] = find_entries(source, mask);
-  Tensor values = source._values();
+  const Tensor values = source._values();
   if (source._nnz() == 0) {
     auto sizes = values.sizes().vec();
     sizes[0] = mask._nnz();
     return at::zeros(sizes, values.options());
   }
+  auto [position, found] = find_entries(source, mask);
   for (int64_t d = 1; d < values.dim(); ++d) found = found.unsqueeze(-1);
   return at::where(found, values.index_select(0, position), at::zeros({}, values.options()));
 }

@@ -69,9 +69,12 @@ namespace {
 
 using at::Tensor;
 
-// Entries lo[i] .. lo[i] + count[i] - 1 for every i, one after another:
-// (i, position) per entry. Its size depends on the counts, read once.
-std::pair<Tensor, Tensor> expand_ranges(const Tensor& lo, const Tensor& count) {
+// Every pair (i, p) with sorted[p] == keys[i], i ascending, then p: the
+// range of each key in `sorted` (searchsorted left and right), expanded.
+// Its size depends on the counts, read once.
+std::pair<Tensor, Tensor> matching_pairs(const Tensor& sorted, const Tensor& keys) {
+  const Tensor lo = at::searchsorted(sorted, keys);
+  const Tensor count = at::sub(at::searchsorted(sorted, keys, /*out_int32=*/false, /*right=*/true), lo);
   const Tensor owner = at::repeat_interleave(count);
   const Tensor start = at::sub(at::cumsum(count, 0), count);  // where each range starts in the output
   const Tensor within = at::sub(at::arange(owner.size(0), owner.options()), start.index_select(0, owner));
@@ -96,9 +99,7 @@ Tensor index_select(const Tensor& self, int64_t dim, const Tensor& index) {
   }
   const Tensor along = self._indices().select(0, dim);
   auto [sorted, order] = along.sort();
-  const Tensor lo = at::searchsorted(sorted, idx);
-  const Tensor count = at::sub(at::searchsorted(sorted, idx, /*out_int32=*/false, /*right=*/true), lo);
-  auto [owner, position] = expand_ranges(lo, count);
+  auto [owner, position] = matching_pairs(sorted, idx);
   const Tensor entry = order.index_select(0, position);
   Tensor indices = self._indices().index_select(1, entry);
   indices.select(0, dim).copy_(owner);
@@ -174,12 +175,7 @@ Tensor softmax_backward_impl(const Tensor& grad, const Tensor& output, int64_t d
   dim = c10::maybe_wrap_dim(dim, output.dim());
   const Tensor out = output.coalesce();
   const Tensor y = out._values();
-  const Tensor g = grad.is_sparse() ? values_at(grad, out) : grad.index(
-      [&] {
-        c10::List<std::optional<Tensor>> rows;
-        for (int64_t d = 0; d < out.sparse_dim(); ++d) rows.push_back(out._indices().select(0, d));
-        return rows;
-      }());
+  const Tensor g = grad.is_sparse() ? values_at(grad, out) : grad.index(index_rows(out));
   Tensor values;
   if (dim >= out.sparse_dim()) {
     const int64_t vdim = dim - out.sparse_dim() + 1;
@@ -212,11 +208,7 @@ Tensor sparse_sparse_matmul(const Tensor& self, const Tensor& other) {
   TORCH_CHECK(self.scalar_type() == other.scalar_type(), "sparse @ sparse: expected both operands to have the same "
               "dtype, got ", self.scalar_type(), " and ", other.scalar_type());
   const Tensor a = self.coalesce(), b = other.coalesce();
-  const Tensor b_rows = b._indices().select(0, 0);
-  const Tensor k = a._indices().select(0, 1);
-  const Tensor lo = at::searchsorted(b_rows, k);
-  const Tensor count = at::sub(at::searchsorted(b_rows, k, /*out_int32=*/false, /*right=*/true), lo);
-  auto [which_a, which_b] = expand_ranges(lo, count);
+  auto [which_a, which_b] = matching_pairs(b._indices().select(0, 0), a._indices().select(0, 1));
   const Tensor indices = at::stack({a._indices().select(0, 0).index_select(0, which_a),
                                     b._indices().select(0, 1).index_select(0, which_b)});
   const Tensor values = at::mul(a._values().index_select(0, which_a), b._values().index_select(0, which_b));

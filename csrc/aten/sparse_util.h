@@ -1,11 +1,15 @@
 // Helpers the sparse COO kernels share (sparse_coo.cpp, sparse_coo_ops.cpp).
 #pragma once
 
+#include <ATen/core/List.h>
 #include <ATen/core/Tensor.h>
 
 #include <utility>
 
 namespace torch_tpu::aten::sparse {
+
+// One index tensor per sparse dim of `sparse`, as index_put_ and index take them.
+c10::List<std::optional<at::Tensor>> index_rows(const at::Tensor& sparse);
 
 // Row-major position of each stored entry among the dims of `sizes`, from
 // `indices` ([sizes.size(), nnz] int64): one int64 key per entry, ordered as
