@@ -520,6 +520,13 @@ def train():
     except ValueError as e:
         if "does not name this process's device" not in str(e):
             FAILS.append(f"DDP(device_ids=[local_rank + 1]): {e}")
+    dist.barrier(device_ids=[local_rank])  # as CUDA scripts (and accelerate) write it
+    try:
+        dist.barrier(device_ids=[local_rank + 1])
+        FAILS.append("barrier(device_ids=[local_rank + 1]) was accepted")
+    except ValueError as e:
+        if "does not name this process's device" not in str(e):
+            FAILS.append(f"barrier(device_ids=[local_rank + 1]): {e}")
     if "tpu_dist_gloo" not in dist.get_backend_config():
         FAILS.append(f"default backend config {dist.get_backend_config()}")
 
@@ -767,12 +774,17 @@ def launched():
     dist.destroy_process_group()
 
 
-def main():
-    globals()[sys.argv[1]]()
+def report_and_exit():
+    """Prints this rank's FAIL lines and count; exits 1 if any."""
     for f in FAILS:
         print(f"FAIL rank {RANK}: {f}", flush=True)
     print(f"rank {RANK}: {len(FAILS)} failure(s)", flush=True)
     sys.exit(1 if FAILS else 0)
+
+
+def main():
+    globals()[sys.argv[1]]()
+    report_and_exit()
 
 
 if __name__ == "__main__":

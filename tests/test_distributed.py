@@ -126,3 +126,25 @@ def test_cuda_style_script_under_torchrun(tmp_path):
         got = state["model"][k]
         assert got.device.type == "tpu"
         torch.testing.assert_close(got.cpu(), v, atol=1e-6, rtol=0)
+
+
+@pytest.mark.mode_independent
+def test_accelerate_and_trainer_under_torchrun(tmp_path):
+    # accelerate's Accelerator and Transformers' Trainer in a CUDA-style
+    # script run by plain torchrun: both see a 2-process job on tpu (before,
+    # every rank took itself for the only process and trained alone on the
+    # whole dataset), wrap the model in DDP, shard the batches and end at one
+    # CPU process's weights (the worker checks; mode_independent: the
+    # training itself is covered in both modes by the test above).
+    import sys
+
+    from dist_utils import ROOT, free_port_pair, run_session
+
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               TORCH_DEVICE_BACKEND_AUTOLOAD="1")
+    env.pop("TORCH_TPU_NUM_DEVICES", None)
+    rc, out, err = run_session([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port",
+                                str(free_port_pair()), os.path.join(HERE, "dist_hf_worker.py"), str(tmp_path)],
+                               env, 300, merge_stderr=True)
+    assert rc == 0, (out + err)[-8000:]
+    assert "rank 0: 0 failure(s)" in out and "rank 1: 0 failure(s)" in out, out[-8000:]

@@ -47,3 +47,18 @@ def install(hooks) -> None:
     finder = _Finder(hooks)
     if finder.waiting:
         sys.meta_path.insert(0, finder)
+
+
+# Marks what we wrapped, so that a second install (or a module imported
+# again) never wraps a wrapper.
+_WRAPPED = "_torch_tpu_wrapped"
+
+
+def mark(fn):
+    """`fn`, marked as our wrapper."""
+    setattr(fn, _WRAPPED, True)
+    return fn
+
+
+def is_marked(fn) -> bool:
+    return getattr(fn, _WRAPPED, False)

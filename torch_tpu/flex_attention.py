@@ -38,7 +38,6 @@ from torch._C import DispatchKey
 
 from . import _import_hooks
 
-_WRAPPED = "_torch_tpu_wrapped"
 
 
 def _adjust_frontend(module) -> None:
@@ -48,7 +47,7 @@ def _adjust_frontend(module) -> None:
 
 def _plain_layouts(module) -> None:
     original = module._enforce_mem_layouts
-    if getattr(original, _WRAPPED, False):
+    if _import_hooks.is_marked(original):
         return
 
     @functools.wraps(original)
@@ -58,13 +57,13 @@ def _plain_layouts(module) -> None:
         query, key, value = (t.unpadded() if isinstance(t, BoundedTensor) else t for t in (query, key, value))
         return original(query, key, value)
 
-    setattr(_enforce_mem_layouts, _WRAPPED, True)
+    _import_hooks.mark(_enforce_mem_layouts)
     module._enforce_mem_layouts = _enforce_mem_layouts
 
 
 def _accept_tpu(module) -> None:
     original = module._validate_device
-    if getattr(original, _WRAPPED, False):
+    if _import_hooks.is_marked(original):
         return
 
     @functools.wraps(original)
@@ -73,7 +72,7 @@ def _accept_tpu(module) -> None:
             return None  # q, k and v share a device (checked before this)
         return original(query, key, value)
 
-    setattr(_validate_device, _WRAPPED, True)
+    _import_hooks.mark(_validate_device)
     module._validate_device = _validate_device
 
 

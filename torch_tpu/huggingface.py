@@ -3,7 +3,7 @@
 Transformers 5 knows a `tpu` accelerator (`is_torch_tpu_available` probes
 `torch.accelerator`; `TrainingArguments.device`, generate's auto-compile and
 `_default_compile_config` use it), and everything that takes a device works
-with "tpu" as given. Six places choose a device, a compiler or a feature
+with "tpu" as given. Seven places choose a device, a compiler or a feature
 from a fixed list that has no entry for tpu and offer no hook to add one;
 each is adjusted here, right after its module is imported, only to fill that
 gap:
@@ -12,6 +12,10 @@ gap:
   train on): cpu there becomes tpu when tpu is the current accelerator.
   `cpu=True` / `use_cpu=True` and `ACCELERATE_TORCH_DEVICE` still win, as on
   CUDA (setting that variable by default instead would override `cpu=True`).
+- accelerate `PartialState._prepare_backend` and `set_device`: a job of
+  several processes (torchrun) on tpu is MULTI_GPU over torch's tpu
+  backend, each process on tpu:0, as a CUDA job is over NCCL; before, every
+  rank got DistributedType.NO and trained alone on the whole dataset.
 - accelerate `get_max_memory` (what `device_map="auto"` divides): the tpu
   devices' free memory joins cpu's, under the integer keys that accelerate
   uses for accelerators (an integer device means the current accelerator).
@@ -34,14 +38,12 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 import sys
 
 import torch
 
 from . import _import_hooks
-
-_WRAPPED = "_torch_tpu_wrapped"
-
 
 def _tpu_is_accelerator() -> bool:
     """tpu is torch.accelerator's current accelerator (and CUDA is absent)."""
@@ -53,18 +55,13 @@ def _tpu_is_accelerator() -> bool:
         and not torch.cuda.is_available()
 
 
-def _mark(fn):
-    setattr(fn, _WRAPPED, True)
-    return fn
-
-
 # ---------------------------------------------------------------- accelerate.state
 
 
 def _patch_state(module) -> None:
     cls = module.PartialState
     original = cls.__dict__.get("default_device")
-    if not isinstance(original, property) or getattr(original.fget, _WRAPPED, False):
+    if not isinstance(original, property) or _import_hooks.is_marked(original.fget):
         return
 
     @functools.wraps(original.fget)
@@ -74,7 +71,52 @@ def _patch_state(module) -> None:
             return torch.device("tpu")
         return device
 
-    cls.default_device = property(_mark(default_device), doc=original.__doc__)
+    cls.default_device = property(_import_hooks.mark(default_device), doc=original.__doc__)
+    _patch_distributed_state(module)
+
+
+def _patch_distributed_state(module) -> None:
+    """A multi-process job (torchrun, torch_tpu.distributed.launch) on tpu is
+    distributed as accelerate distributes one over CUDA: MULTI_GPU, the
+    type accelerate gives one-process-per-accelerator jobs (DDP in
+    prepare(), sharded dataloaders, device-side gathers and broadcasts,
+    barriers), over torch's tpu backend, each process on its own tpu:0.
+    Without this, `_prepare_backend` (which knows no tpu backend) gave every
+    rank DistributedType.NO: each believed itself the only process and
+    trained alone on the whole dataset."""
+    cls = module.PartialState
+    prepare_backend, set_device = cls._prepare_backend, cls.set_device
+    if _import_hooks.is_marked(prepare_backend):
+        return
+    multi = module.DistributedType.MULTI_GPU
+
+    @functools.wraps(prepare_backend)
+    def _prepare_backend(self, cpu=False, sagemaker_dp=False, backend=None):
+        found, distributed_type = prepare_backend(self, cpu, sagemaker_dp, backend)
+        if (distributed_type == module.DistributedType.NO and not cpu and not sagemaker_dp
+                and int(os.environ.get("LOCAL_RANK", -1)) != -1 and _tpu_is_accelerator()
+                and (found is None or "tpu_dist" in found)):
+            from .distributed import DEFAULT_BACKEND
+
+            # torch's default for tpu: tpu tensors to tpu_dist, cpu ones
+            # (object collectives) to Gloo; a tpu_dist backend the user named stays
+            return found or DEFAULT_BACKEND, multi
+        return found, distributed_type
+
+    @functools.wraps(set_device)
+    def _set_device(self):
+        # accelerate takes MULTI_GPU's device to be cuda:<local rank>; in a
+        # tpu job each process owns one device, tpu:0 (docs/design.md,
+        # "Distributed").
+        if self.device is None and self.distributed_type == multi and _tpu_is_accelerator():
+            index = self.local_process_index % torch.tpu.device_count()
+            self.device = torch.device("tpu", index)
+            torch.tpu.set_device(index)
+            return None
+        return set_device(self)
+
+    cls._prepare_backend = _import_hooks.mark(_prepare_backend)
+    cls.set_device = _import_hooks.mark(_set_device)
 
 
 # ------------------------------------------------------- accelerate.utils.modeling
@@ -85,7 +127,7 @@ def _tpu_memory() -> dict:
 
 
 def _wrap_max_memory(original):
-    if getattr(original, _WRAPPED, False):
+    if _import_hooks.is_marked(original):
         return original
 
     @functools.wraps(original)
@@ -110,7 +152,7 @@ def _wrap_max_memory(original):
         rest = original({k: v for k, v in max_memory.items() if not isinstance(k, int)})
         return {**dict(sorted(devices.items())), **rest}
 
-    return _mark(get_max_memory)
+    return _import_hooks.mark(get_max_memory)
 
 
 def _patch_modeling(module) -> None:
@@ -145,7 +187,7 @@ def _patch_dataclasses(module) -> None:
             return member
         return original.__func__(cls, value) if original is not None else None
 
-    enum_cls._missing_ = classmethod(_mark(_missing_))
+    enum_cls._missing_ = classmethod(_import_hooks.mark(_missing_))
 
 
 # ----------------------------------------------------- transformers.training_args
@@ -154,7 +196,7 @@ def _patch_dataclasses(module) -> None:
 def _patch_training_args(module) -> None:
     cls = module.TrainingArguments
     original = cls.__post_init__
-    if getattr(original, _WRAPPED, False):
+    if _import_hooks.is_marked(original):
         return
 
     @functools.wraps(original)
@@ -164,7 +206,7 @@ def _patch_training_args(module) -> None:
             self.torch_compile_backend = "tpu"
         original(self)
 
-    cls.__post_init__ = _mark(__post_init__)
+    cls.__post_init__ = _import_hooks.mark(__post_init__)
 
 
 # --------------------------------------------------- transformers.pipelines.base
@@ -173,7 +215,7 @@ def _patch_training_args(module) -> None:
 def _patch_pipelines(module) -> None:
     cls = module.Pipeline
     original = cls.__init__
-    if getattr(original, _WRAPPED, False):
+    if _import_hooks.is_marked(original):
         return
     signature = inspect.signature(original)
 
@@ -186,7 +228,7 @@ def _patch_pipelines(module) -> None:
             return original(*bound.args, **bound.kwargs)
         return original(self, *args, **kwargs)
 
-    cls.__init__ = _mark(__init__)
+    cls.__init__ = _import_hooks.mark(__init__)
 
 
 # ------------------------------------------------- transformers.utils.import_utils
@@ -194,7 +236,7 @@ def _patch_pipelines(module) -> None:
 
 def _patch_import_utils(module) -> None:
     original = module.is_torch_flex_attn_available
-    if getattr(original, _WRAPPED, False):
+    if _import_hooks.is_marked(original):
         return
 
     # Transformers turns flex attention off whenever the host accelerator is
@@ -207,7 +249,7 @@ def _patch_import_utils(module) -> None:
 
     # A trace-time constant for Dynamo, as the original (marked under the cache).
     setattr(is_torch_flex_attn_available.__wrapped__, "_dynamo_marked_constant", True)
-    module.is_torch_flex_attn_available = _mark(is_torch_flex_attn_available)
+    module.is_torch_flex_attn_available = _import_hooks.mark(is_torch_flex_attn_available)
 
 
 _HOOKS = {

@@ -16,13 +16,11 @@ which loads this package halfway through), hence the import hook.
 from __future__ import annotations
 
 import functools
-import importlib.abc
-import importlib.util
-import sys
 
 import torch
 
-_WRAPPED = "_torch_tpu_wrapped"
+from . import _import_hooks
+from ._import_hooks import is_marked, mark
 
 
 def _tpu_index(device):
@@ -35,7 +33,7 @@ def _tpu_index(device):
 
 
 def _wrap(original):
-    if getattr(original, _WRAPPED, False):
+    if is_marked(original):
         return original
 
     @functools.wraps(original)
@@ -46,7 +44,7 @@ def _wrap(original):
             kwargs["device"] = _tpu_index(kwargs["device"])
         return original(filename, framework, *args, **kwargs)
 
-    setattr(safe_open, _WRAPPED, True)
+    mark(safe_open)
     return safe_open
 
 
@@ -55,38 +53,7 @@ def _patch(module) -> None:
         module.safe_open = _wrap(module.safe_open)
 
 
-class _PatchAfterExec(importlib.abc.Loader):
-    def __init__(self, loader):
-        self.loader = loader
-
-    def create_module(self, spec):
-        return self.loader.create_module(spec)
-
-    def exec_module(self, module):
-        self.loader.exec_module(module)
-        _patch(module)
-
-
-class _Finder(importlib.abc.MetaPathFinder):
-    """Patches the safetensors package right after it is first imported."""
-
-    def find_spec(self, name, path, target=None):
-        if name != "safetensors":
-            return None
-        sys.meta_path.remove(self)  # one use; also keeps find_spec below from recursing
-        spec = importlib.util.find_spec(name)
-        if spec is not None and spec.loader is not None:
-            spec.loader = _PatchAfterExec(spec.loader)
-        return spec
-
-
 def install() -> None:
-    package = sys.modules.get("safetensors")
-    if package is None:
-        sys.meta_path.insert(0, _Finder())
-        return
-    _patch(package)
-    # imported before torch_tpu without autoloading: it holds the original
-    module = sys.modules.get("safetensors.torch")
-    if module is not None:
-        _patch(module)
+    # safetensors.torch is patched too: imported before torch_tpu without
+    # autoloading, it holds the original.
+    _import_hooks.install({"safetensors": _patch, "safetensors.torch": _patch})

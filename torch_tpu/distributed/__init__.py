@@ -58,7 +58,13 @@ def _create_default_group(opts, backend_options):
     group_store = opts.store.underlying_store  # torch gave us PrefixStore("<device>/", group's store)
     rank, size = opts.group_rank, opts.group_size
     pg = dist.ProcessGroup(group_store, rank, size)
-    gloo = ProcessGroupGloo(PrefixStore("cpu/", group_store), rank, size, timeout=opts.timeout)
+    # A group made again after destroy_process_group() has the same name and,
+    # under torchrun, the same store (the agent's), where Gloo would read the
+    # addresses its last incarnation published: connection refused, or a
+    # hang (torch's own "gloo" fails so). Each incarnation gets its own keys;
+    # every member adds before its Gloo waits for the others, so all agree.
+    incarnation = (group_store.add("tpu_dist_gloo/incarnations", 1) - 1) // size
+    gloo = ProcessGroupGloo(PrefixStore(f"cpu/{incarnation}/", group_store), rank, size, timeout=opts.timeout)
     gloo.options.global_ranks_in_group = list(opts.global_ranks_in_group)
     gloo.options.group_name = opts.group_id
     gloo._set_sequence_number_for_group()
@@ -86,6 +92,6 @@ def _register():
 _register()
 
 if dist.is_available():
-    from . import ddp as _ddp
+    from . import device_ids as _device_ids
 
-    _ddp.install()  # DDP(model, device_ids=[local_rank]) as CUDA scripts write it
+    _device_ids.install()  # DDP and barrier with device_ids=[local_rank], as CUDA scripts write them
