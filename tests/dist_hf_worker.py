@@ -6,6 +6,7 @@ model in DDP, shard the data between the ranks and end with the weights of
 one process trained on the global batches on CPU (1e-5). Prints FAIL lines
 and exits 1 on any mismatch."""
 
+import os
 import sys
 
 import torch
@@ -88,7 +89,7 @@ class _Regression(nn.Module):
 
     def forward(self, x, labels=None):
         out = self.linear(x)
-        return {"loss": nn.functional.mse_loss(out, labels), "logits": out}
+        return {"loss": None if labels is None else nn.functional.mse_loss(out, labels), "logits": out}
 
 
 class _Pairs(torch.utils.data.Dataset):
@@ -105,7 +106,8 @@ class _Pairs(torch.utils.data.Dataset):
 def trainer_job(output_dir):
     """Trainer with plain TrainingArguments: 2 epochs whose one step per rank
     takes half the data, so every step's global batch is the whole set
-    (whatever order the sampler draws), gradients clipped to norm 1."""
+    (whatever order the sampler draws), gradients clipped to norm 1; then
+    evaluate, predict and save_model."""
     from transformers import Trainer, TrainingArguments
     from transformers.training_args import ParallelMode
 
@@ -134,6 +136,33 @@ def trainer_job(output_dir):
         torch.nn.utils.clip_grad_norm_(ref.parameters(), 1.0)
         ref_opt.step()
     close("Trainer", trainer.model, ref)
+
+    # evaluate: each rank scores one batch of 8 (its half), the losses are
+    # gathered; predict: 13 rows, so the ranks' last batches are padded to
+    # the same size and gather_for_metrics drops the padding
+    ex, ey = data(n=16, seed=3)
+    metrics = trainer.evaluate(_Pairs(ex, ey))
+    with torch.no_grad():
+        want = ref(ex, ey)["loss"].item()
+    if abs(metrics["eval_loss"] - want) > 1e-5 * max(1.0, abs(want)):
+        FAILS.append(f"eval_loss {metrics['eval_loss']} vs {want} on CPU")
+    ex, ey = ex[:13], ey[:13]
+    predictions = trainer.predict(_Pairs(ex, ey)).predictions
+    with torch.no_grad():
+        want = ref(ex)["logits"]
+    if tuple(predictions.shape) != tuple(want.shape) or not torch.allclose(torch.as_tensor(predictions), want,
+                                                                             atol=1e-5):
+        FAILS.append(f"predict: shape {tuple(predictions.shape)} (want {tuple(want.shape)}) or values differ")
+
+    # save_model: the main process writes, every rank reads it back
+    from safetensors.torch import load_file
+
+    trainer.save_model(output_dir)
+    trainer.accelerator.wait_for_everyone()
+    saved = load_file(os.path.join(output_dir, "model.safetensors"))
+    for name, p in ref.named_parameters():
+        if name not in saved or not torch.allclose(saved[name], p.detach(), atol=1e-5):
+            FAILS.append(f"save_model: {name} missing or differs from CPU's")
 
 
 def main():
