@@ -453,7 +453,7 @@ def train():
     """A training script written for CUDA with the device string changed, run
     by plain torchrun: init_process_group() with no backend (torch's default
     for tpu), DDP with device_ids=[local_rank], object collectives, rank 0 evaluating
-    alone between steps (MPMD); then FSDP2, tensor parallel and DTensor on a
+    alone between steps (MPMD), and compiled; then FSDP2, tensor parallel and DTensor on a
     DeviceMesh("tpu"), a two-stage pipeline (torch.distributed.pipelining),
     and a distributed checkpoint saved by TP-sharded parameters and loaded
     into FSDP-sharded ones. Every result is compared
@@ -520,6 +520,13 @@ def train():
     except ValueError as e:
         if "does not name this process's device" not in str(e):
             FAILS.append(f"DDP(device_ids=[local_rank + 1]): {e}")
+    # torch.compile of a DDP model (Dynamo runs DDP's hooks in eager), 3 steps
+    ref = model()
+    net = DDP(model().to(device), device_ids=[local_rank])
+    for _ in steps(torch.compile(net, backend="tpu"), ref, 3, seed=11):
+        pass
+    compare("compiled ddp", net.module, ref)
+
     dist.barrier(device_ids=[local_rank])  # as CUDA scripts (and accelerate) write it
     try:
         dist.barrier(device_ids=[local_rank + 1])
