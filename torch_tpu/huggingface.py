@@ -3,7 +3,7 @@
 Transformers 5 knows a `tpu` accelerator (`is_torch_tpu_available` probes
 `torch.accelerator`; `TrainingArguments.device`, generate's auto-compile and
 `_default_compile_config` use it), and everything that takes a device works
-with "tpu" as given. Seven places choose a device, a compiler or a feature
+with "tpu" as given. Nine places choose a device, a compiler or a feature
 from a fixed list that has no entry for tpu and offer no hook to add one;
 each is adjusted here, right after its module is imported, only to fill that
 gap:
@@ -29,6 +29,10 @@ gap:
 - Transformers `is_torch_flex_attn_available`: False whenever the host
   accelerator is tpu, because torch's flex_attention refused tpu tensors;
   torch_tpu/flex_attention.py makes it take them, so it is True here.
+- Transformers `Trainer._save_rng_state` / `_load_rng_state` and accelerate
+  `save_accelerator_state` / `load_accelerator_state`: a checkpoint keeps
+  the random state of each device module on their lists; tpu's joins it,
+  so a resumed run draws the dropout masks the uninterrupted one drew.
 
 Each adjustment steps aside where the library already gives an answer for
 tpu, and everything else passes through unchanged.
@@ -252,6 +256,95 @@ def _patch_import_utils(module) -> None:
     module.is_torch_flex_attn_available = _import_hooks.mark(is_torch_flex_attn_available)
 
 
+# ------------------------------------------- transformers.trainer, accelerate.checkpointing
+# Both save each framework's random state beside a checkpoint, each from its
+# fixed list of device modules: tpu's generator was left out, so training
+# resumed from a checkpoint drew other dropout masks than the uninterrupted
+# run (CUDA's resume is exact). Its state joins the same file, under the
+# key the framework would give it, and is restored from there.
+
+
+def _add_to_saved(path, key, value, loader) -> None:
+    states = loader(path)
+    states[key] = value
+    torch.save(states, path)
+
+
+def _patch_trainer(module) -> None:
+    cls = module.Trainer
+    save, load = cls._save_rng_state, cls._load_rng_state
+    if _import_hooks.is_marked(save):
+        return
+
+    def rng_file(trainer, directory):
+        # the names Trainer gives the file
+        single = trainer.args.world_size <= 1
+        return os.path.join(directory, "rng_state.pth" if single else f"rng_state_{trainer.args.process_index}.pth")
+
+    def read(path):
+        with module.safe_globals():
+            return torch.load(path, weights_only=True)
+
+    @functools.wraps(save)
+    def _save_rng_state(self, output_dir):
+        save(self, output_dir)
+        if _tpu_is_accelerator():
+            _add_to_saved(rng_file(self, output_dir), "tpu", torch.tpu.get_rng_state(), read)
+
+    @functools.wraps(load)
+    def _load_rng_state(self, checkpoint):
+        load(self, checkpoint)
+        if checkpoint is not None and _tpu_is_accelerator():
+            path = rng_file(self, checkpoint)
+            states = read(path) if os.path.isfile(path) else {}
+            if "tpu" in states:
+                torch.tpu.set_rng_state(states["tpu"])
+
+    cls._save_rng_state = _import_hooks.mark(_save_rng_state)
+    cls._load_rng_state = _import_hooks.mark(_load_rng_state)
+
+
+_TPU_RNG_KEY = "torch_tpu_manual_seed"  # as accelerate names the others ("torch_cuda_manual_seed")
+
+
+def _patch_checkpointing(module) -> None:
+    save, load = module.save_accelerator_state, module.load_accelerator_state
+    if _import_hooks.is_marked(save):
+        return
+    save_signature, load_signature = inspect.signature(save), inspect.signature(load)
+
+    def rng_file(directory, process_index):
+        return os.path.join(str(directory), f"{module.RNG_STATE_NAME}_{process_index}.pkl")
+
+    @functools.wraps(save)
+    def save_accelerator_state(*args, **kwargs):
+        result = save(*args, **kwargs)
+        if _tpu_is_accelerator():
+            bound = save_signature.bind(*args, **kwargs)
+            _add_to_saved(rng_file(bound.arguments["output_dir"], bound.arguments["process_index"]), _TPU_RNG_KEY,
+                          torch.tpu.get_rng_state_all(), module.load)
+        return result
+
+    @functools.wraps(load)
+    def load_accelerator_state(*args, **kwargs):
+        result = load(*args, **kwargs)
+        if _tpu_is_accelerator():
+            bound = load_signature.bind(*args, **kwargs)
+            path = rng_file(bound.arguments["input_dir"], bound.arguments["process_index"])
+            states = module.load(path) if os.path.isfile(path) else {}
+            if _TPU_RNG_KEY in states:
+                torch.tpu.set_rng_state_all(states[_TPU_RNG_KEY])
+        return result
+
+    module.save_accelerator_state = _import_hooks.mark(save_accelerator_state)
+    module.load_accelerator_state = _import_hooks.mark(load_accelerator_state)
+    # Accelerator took the names at its import (imported before torch_tpu).
+    other = sys.modules.get("accelerate.accelerator")
+    if other is not None:
+        other.save_accelerator_state = module.save_accelerator_state
+        other.load_accelerator_state = module.load_accelerator_state
+
+
 _HOOKS = {
     "transformers.utils.import_utils": _patch_import_utils,
     "accelerate.state": _patch_state,
@@ -259,6 +352,8 @@ _HOOKS = {
     "accelerate.utils.dataclasses": _patch_dataclasses,
     "transformers.training_args": _patch_training_args,
     "transformers.pipelines.base": _patch_pipelines,
+    "transformers.trainer": _patch_trainer,
+    "accelerate.checkpointing": _patch_checkpointing,
 }
 
 
