@@ -34,8 +34,9 @@ def data(n=32, seed=1):
 
 
 def accelerate_job():
-    """Accelerator.prepare(model, optimizer, dataloader), 4 steps per rank of
-    4 samples: together the global batches of 8 of one process."""
+    """Accelerator.prepare(model, optimizer, dataloader), 4 batches per rank
+    of 4 samples, gradients accumulated over 2 (one optimizer step per 2):
+    together the 2 steps of 16 samples of one process."""
     from accelerate import Accelerator, PartialState
     from accelerate.utils import DistributedType, broadcast_object_list
 
@@ -46,7 +47,7 @@ def accelerate_job():
     expect("device", state.device, torch.device("tpu", 0))
     expect("is_main_process", state.is_main_process, RANK == 0)
 
-    acc = Accelerator()
+    acc = Accelerator(gradient_accumulation_steps=2)
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(8, 16), nn.GELU(), nn.Linear(16, 4))
     ref = nn.Sequential(nn.Linear(8, 16), nn.GELU(), nn.Linear(16, 4))
@@ -59,16 +60,18 @@ def accelerate_job():
     expect("batches per rank", len(loader), len(x) // 4 // WORLD)
     for xb, yb in loader:
         expect("batch device", xb.device.type, "tpu")
-        opt.zero_grad()
-        acc.backward(nn.functional.mse_loss(model(xb), yb))
-        opt.step()
+        with acc.accumulate(model):
+            acc.backward(nn.functional.mse_loss(model(xb), yb))
+            opt.step()
+            opt.zero_grad()
     acc.wait_for_everyone()
 
     ref_opt = torch.optim.SGD(ref.parameters(), lr=0.1)
     step = 4 * WORLD
-    for i in range(0, len(x), step):
+    for i in range(0, len(x), 2 * step):
         ref_opt.zero_grad()
-        nn.functional.mse_loss(ref(x[i:i + step]), y[i:i + step]).backward()
+        for j in (i, i + step):
+            (nn.functional.mse_loss(ref(x[j:j + step]), y[j:j + step]) / 2).backward()
         ref_opt.step()
     close("Accelerator", acc.unwrap_model(model), ref)
 
