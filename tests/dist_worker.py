@@ -438,6 +438,22 @@ def _one_rank_dies(dying, what):
     _expect_dist_error(what)
 
 
+def peer_raises():
+    """Rank 1's script ends on an uncaught exception after a first all_reduce,
+    while rank 0 waits for it in the next one (the group's timeout, 60 s, is
+    far off): rank 1 leaves the job after TORCH_TPU_EXIT_TIMEOUT_AFTER_ERROR,
+    not the 300 s a clean exit waits for its peers, and rank 0's all_reduce
+    fails as its peer left (the test checks that the error is not the
+    timeout's)."""
+    dist.init_process_group("tpu_dist", timeout=datetime.timedelta(seconds=60))
+    t = torch.ones(4, device="tpu")
+    dist.all_reduce(t)
+    check("warm-up all_reduce", torch.full((4,), float(W)), t)
+    if RANK == 1:
+        raise RuntimeError("rank 1's script fails here")
+    _expect_dist_error("peer raised")
+
+
 def peer_dies():
     """Rank 1 dies after the first all_reduce: rank 0's next one raises."""
     _one_rank_dies(1, "dead peer")

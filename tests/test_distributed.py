@@ -59,13 +59,14 @@ def _launch(args, timeout):
 
 @pytest.mark.mode_independent
 def test_dead_peers_and_launchers():
-    # Five jobs at once, each bounded: they mostly wait (the dead-peer jobs
+    # Six jobs at once, each bounded: they mostly wait (the dead-peer jobs
     # on their 5 s group timeout), so one after another they cost their
     # waits and launches in turn.
     # Dead peers: a survivor must raise DistBackendError naming the
     # collective and group (the worker checks), then every rank exits 0.
     # rank0_dies: rank 0 hosted the job's coordinator. A rank that saw a
-    # collective fail waits 3 s, not 10, for its dead peer at exit.
+    # collective fail waits 3 s, not 10, for its dead peer at exit, as does
+    # a rank ending on an uncaught exception (peer_raises).
     # Launchers: `--print-env` prints each rank's variables; a job run by
     # the launcher sees its topology and runs a collective.
     scenarios = ["peer_absent", "peer_dies", "rank0_dies"]
@@ -75,12 +76,22 @@ def test_dead_peers_and_launchers():
         # a port pair that none of the jobs here takes (dist_utils hands them out)
         launched = pool.submit(_launch, ["--master-port", str(_job_port()), WORKER, "launched"], 240)
         printed = pool.submit(_launch, ["--print-env"], 120)
+        raised = pool.submit(run_job, [WORKER, "peer_raises"], 2, 120, {"TORCH_TPU_EXIT_TIMEOUT_AFTER_ERROR": "3"})
         results = [j.result() for j in jobs]
+        raised = raised.result()
         launched, printed = launched.result(), printed.result()
     for scenario, outs in zip(scenarios, results):
         check_job(outs)
         survivor = 1 if scenario == "rank0_dies" else 0
         assert "DistBackendError after" in outs[survivor][1], (scenario, outs[survivor][1][-3000:])
+
+    # peer_raises: rank 1 ends on an uncaught exception (exit 1); rank 0's
+    # all_reduce fails because its peer left, not at the group's 60 s timeout
+    # (before, the raising rank waited 300 s at exit for the others)
+    (rc0, out0), (rc1, out1) = raised
+    assert rc1 == 1 and "rank 1's script fails here" in out1, out1[-3000:]
+    assert rc0 == 0 and "rank 0: 0 failure(s)" in out0 and "DistBackendError after" in out0, out0[-3000:]
+    assert "Timed out" not in out0, out0[-3000:]
 
     rc, out, err = printed
     assert rc == 0, err

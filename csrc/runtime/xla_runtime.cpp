@@ -965,10 +965,8 @@ class XlaRuntime final : public Runtime {
       py::module_::import("torch_tpu.distributed._join").attr("join")(**kw);
       // Recoverable tasks skip jax's shutdown barrier, and a process whose
       // coordinator (rank 0) is gone is aborted: torch_tpu.distributed's
-      // exit hook makes the ranks leave together. Registered after jax's
-      // own atexit hook, so that it runs before it.
-      py::module_::import("atexit").attr("register")(
-          py::module_::import("torch_tpu.distributed._exit").attr("leave_job"));
+      // exit hook makes the ranks leave together.
+      py::module_::import("torch_tpu.distributed._exit").attr("install")();
     } catch (py::error_already_set& e) {
       TORCH_CHECK(false, "torch_tpu: rank ", job_.rank, " of ", job_.world, " could not join the job through the ",
                   "coordinator at ", job_.coordinator, " (RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT; the ",
