@@ -1,10 +1,10 @@
 """One rank of a 2-process job run by plain torchrun (test_distributed.py):
-accelerate's Accelerator and Transformers' Trainer, as a CUDA script uses
-them, with nothing tpu-specific in the script. Each must see a distributed
-job (MULTI_GPU over torch's tpu backend, this process on tpu:0), wrap the
-model in DDP, shard the data between the ranks and end with the weights of
-one process trained on the global batches on CPU (1e-5). Prints FAIL lines
-and exits 1 on any mismatch."""
+accelerate's Accelerator and Transformers' Trainer (DDP, then FSDP2), as a
+CUDA script uses them, with nothing tpu-specific in the script. Each must
+see a distributed job (MULTI_GPU over torch's tpu backend, this process on
+tpu:0), wrap the model in DDP (or shard it), shard the data between the
+ranks and end with the weights of one process trained on the global
+batches on CPU (1e-5). Prints FAIL lines and exits 1 on any mismatch."""
 
 import os
 import sys
@@ -168,9 +168,53 @@ def trainer_job(output_dir):
             FAILS.append(f"save_model: {name} missing or differs from CPU's")
 
 
+class _TwoLayers(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.first, self.second = nn.Linear(8, 16), nn.Linear(16, 4)
+
+    def forward(self, x, labels=None):
+        out = self.second(torch.relu(self.first(x)))
+        return {"loss": nn.functional.mse_loss(out, labels), "logits": out}
+
+
+def fsdp_trainer_job(output_dir):
+    """Trainer with `fsdp="full_shard"` and FSDP2 (accelerate's FSDP type,
+    each Linear sharded over the ranks as DTensors), 2 full-data steps as in
+    trainer_job; last, since it leaves accelerate's FSDP variables set."""
+    from torch.distributed.tensor import DTensor
+    from transformers import Trainer, TrainingArguments
+
+    x, y = data(seed=4)
+    args = TrainingArguments(output_dir=output_dir, per_device_train_batch_size=len(x) // WORLD, num_train_epochs=2,
+                             learning_rate=0.5, lr_scheduler_type="constant", optim="sgd", max_grad_norm=0,
+                             fsdp="full_shard", fsdp_config={"fsdp_version": 2,
+                                                             "transformer_layer_cls_to_wrap": ["Linear"]},
+                             report_to=[], save_strategy="no", disable_tqdm=True)
+    torch.manual_seed(0)
+    model, ref = _TwoLayers(), _TwoLayers()
+    ref.load_state_dict(model.state_dict())
+    trainer = Trainer(model=model, args=args, train_dataset=_Pairs(x, y))
+    trainer.train()
+    expect("FSDP distributed_type", str(trainer.accelerator.distributed_type), "DistributedType.FSDP")
+    expect("FSDP parameters are DTensors", all(isinstance(p, DTensor) for p in trainer.model.parameters()), True)
+
+    ref_opt = torch.optim.SGD(ref.parameters(), lr=0.5)
+    for _ in range(2):
+        ref_opt.zero_grad()
+        ref(x, y)["loss"].backward()
+        ref_opt.step()
+    for (name, p), q in zip(trainer.model.named_parameters(), ref.parameters()):
+        got = (p.full_tensor() if isinstance(p, DTensor) else p).detach().cpu()
+        diff = (got - q.detach()).abs().max().item()
+        if diff > 1e-5:
+            FAILS.append(f"FSDP Trainer {name}: max diff {diff:.2e} from one process on CPU")
+
+
 def main():
     accelerate_job()
     trainer_job(sys.argv[1])
+    fsdp_trainer_job(sys.argv[1])
     report_and_exit()
 
 

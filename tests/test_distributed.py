@@ -146,7 +146,8 @@ def test_accelerate_and_trainer_under_torchrun(tmp_path):
     # every rank took itself for the only process and trained alone on the
     # whole dataset), wrap the model in DDP, shard the batches and end at one
     # CPU process's weights; the Trainer's evaluate, predict (padded last
-    # batches) and save_model agree with CPU (the worker checks; mode_independent: the
+    # batches) and save_model agree with CPU; a Trainer with FSDP2
+    # (fsdp="full_shard") too (the worker checks; mode_independent: the
     # training itself is covered in both modes by the test above).
     import sys
 
