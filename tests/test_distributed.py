@@ -107,6 +107,23 @@ def test_dead_peers_and_launchers():
     assert "topology 2x1x1" in out
 
 
+def _torchrun_2_ranks(args):
+    """Runs `torchrun --nproc-per-node 2 args...` (autoloading torch_tpu, in a
+    session killed on the way out, 300 s at most); asserts both ranks
+    reported no failure."""
+    import sys
+
+    from dist_utils import ROOT, free_port_pair, run_session
+
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               TORCH_DEVICE_BACKEND_AUTOLOAD="1")
+    env.pop("TORCH_TPU_NUM_DEVICES", None)
+    rc, out, err = run_session([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port",
+                                str(free_port_pair()), *args], env, 300, merge_stderr=True)
+    assert rc == 0, (out + err)[-8000:]
+    assert "rank 0: 0 failure(s)" in out and "rank 1: 0 failure(s)" in out, out[-8000:]
+
+
 def test_cuda_style_script_under_torchrun(tmp_path):
     # A CUDA training script with "cuda" changed to "tpu", run by plain
     # torchrun: init_process_group() with no backend, DDP (10 steps), FSDP2,
@@ -114,21 +131,11 @@ def test_cuda_style_script_under_torchrun(tmp_path):
     # (the worker compares each with one process on CPU to 1e-5); then the
     # checkpoint is loaded here, by one
     # process, into unsharded tpu tensors.
-    import sys
-
     import torch
     import torch.distributed.checkpoint as dcp
 
-    from dist_utils import ROOT, free_port_pair, run_session
-
     ckpt = str(tmp_path / "ckpt")
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
-               TORCH_DEVICE_BACKEND_AUTOLOAD="1")
-    env.pop("TORCH_TPU_NUM_DEVICES", None)
-    rc, out, err = run_session([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port",
-                                str(free_port_pair()), WORKER, "train", ckpt], env, 300, merge_stderr=True)
-    assert rc == 0, (out + err)[-8000:]
-    assert "rank 0: 0 failure(s)" in out and "rank 1: 0 failure(s)" in out, out[-8000:]
+    _torchrun_2_ranks([WORKER, "train", ckpt])
 
     ref = torch.load(os.path.join(ckpt, "reference.pt"))
     state = {"model": {k: torch.zeros_like(v).to("tpu") for k, v in ref.items()}}
@@ -149,15 +156,4 @@ def test_accelerate_and_trainer_under_torchrun(tmp_path):
     # batches) and save_model agree with CPU; a Trainer with FSDP2
     # (fsdp="full_shard") too (the worker checks; mode_independent: the
     # training itself is covered in both modes by the test above).
-    import sys
-
-    from dist_utils import ROOT, free_port_pair, run_session
-
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
-               TORCH_DEVICE_BACKEND_AUTOLOAD="1")
-    env.pop("TORCH_TPU_NUM_DEVICES", None)
-    rc, out, err = run_session([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port",
-                                str(free_port_pair()), os.path.join(HERE, "dist_hf_worker.py"), str(tmp_path)],
-                               env, 300, merge_stderr=True)
-    assert rc == 0, (out + err)[-8000:]
-    assert "rank 0: 0 failure(s)" in out and "rank 1: 0 failure(s)" in out, out[-8000:]
+    _torchrun_2_ranks([os.path.join(HERE, "dist_hf_worker.py"), str(tmp_path)])

@@ -39,7 +39,6 @@ from torch._C import DispatchKey
 from . import _import_hooks
 
 
-
 def _adjust_frontend(module) -> None:
     _accept_tpu(module)
     _plain_layouts(module)

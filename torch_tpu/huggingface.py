@@ -49,6 +49,7 @@ import torch
 
 from . import _import_hooks
 
+
 def _tpu_is_accelerator() -> bool:
     """tpu is torch.accelerator's current accelerator (and CUDA is absent)."""
     try:
