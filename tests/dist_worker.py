@@ -3,6 +3,7 @@ through dist_utils.run_job). `python dist_worker.py SCENARIO`: exits 0 when
 every check passed, prints FAIL lines and exits 1 otherwise."""
 
 import datetime
+import io
 import os
 import sys
 import time
@@ -298,7 +299,20 @@ def collectives(destroy=True):
 
     dist.barrier()
     assert torch.tpu.device_count() == 1 and torch.tensor([1.0], device="tpu").device == torch.device("tpu:0")
-    # a CUDA script's tpu:LOCAL_RANK: the error says each process owns tpu:0
+    # a CUDA script's tpu:LOCAL_RANK names the process's device, tpu:0 (LOCAL_RANK is RANK here)
+    own = torch.device("tpu", RANK)
+    torch.tpu.set_device(own)
+    made, moved = torch.ones(2, device=own), torch.arange(3).to(own)
+    torch.tpu.synchronize(own)
+    saved = io.BytesIO()
+    torch.save(made, saved)
+    saved.seek(0)
+    loaded = torch.load(saved, map_location=f"tpu:{RANK}")  # as CUDA scripts resume a snapshot
+    on_own = [made.device, moved.device, torch.tpu.Stream(own).device, torch.Generator(own).device, loaded.device]
+    if on_own != [torch.device("tpu:0")] * 5 or torch.tpu.current_device() != 0 \
+            or moved.cpu().tolist() != [0, 1, 2] or torch.tpu.memory_allocated(own) != torch.tpu.memory_allocated(0):
+        FAILS.append(f"tpu:{RANK} (the local rank) is not tpu:0: {on_own}, current {torch.tpu.current_device()}")
+    # any other index: the error says each process owns tpu:0
     try:
         torch.ones(1, device=f"tpu:{W}")
         FAILS.append(f"tpu:{W} did not raise")
@@ -483,9 +497,9 @@ def train():
     from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
     from torch.nn.parallel import DistributedDataParallel as DDP
 
-    device = torch.device("tpu")  # was "cuda"
     local_rank = int(os.environ["LOCAL_RANK"])
-    torch.tpu.set_device(local_rank % torch.tpu.device_count())
+    torch.tpu.set_device(local_rank)  # was torch.cuda.set_device(local_rank)
+    device = torch.device("tpu", local_rank)  # was torch.device("cuda", local_rank): tpu:0 here
     dist.init_process_group(timeout=datetime.timedelta(seconds=120))
     rank, world = dist.get_rank(), dist.get_world_size()
 

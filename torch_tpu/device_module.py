@@ -42,15 +42,30 @@ OutOfMemoryError = torch.OutOfMemoryError
 def _index(device: Any = None) -> int:
     if device is None:
         return _C._current_device()
-    if isinstance(device, int):
-        return device
     if isinstance(device, str):
         device = torch.device(device)
     if isinstance(device, torch.device):
         if device.type != "tpu":
             raise ValueError(f"expected a tpu device, got {device}")
-        return _C._current_device() if device.index is None else device.index
+        if device.index is None:
+            return _C._current_device()
+        device = device.index
+    if isinstance(device, int):
+        # In a job the local rank also names tpu:0, as cuda:LOCAL_RANK a
+        # process's GPU (own_index in csrc/device/guard.h).
+        return device if device <= 0 else _C._own_index(device)
     raise TypeError(f"expected a device, int or str, got {type(device).__name__}")
+
+
+def _get_device_index(device: Any, optional: bool = False, allow_cpu: bool = False) -> int:
+    """torch.cuda._utils._get_device_index for tpu, with the local rank naming
+    tpu:0 in a job. torch.load asks `torch.tpu._utils` for it, so
+    `map_location=f"tpu:{local_rank}"` loads onto this process's device."""
+    index = torch._utils._get_device_index(device, optional, allow_cpu)
+    return index if index <= 0 else _C._own_index(index)
+
+
+_utils = types.SimpleNamespace(_get_device_index=_get_device_index)
 
 
 def topology_aware_mesh(mesh_shape, dcn_mesh_shape=None, *, mesh_dim_names=None):

@@ -12,6 +12,7 @@
 #include <random>
 
 #include "device/guard.h"
+#include "runtime/collective_runtime.h"
 
 namespace torch_tpu::device {
 
@@ -68,8 +69,11 @@ std::optional<uint64_t> g_seed_all;  // seed for default generators made later
 }  // namespace
 
 const at::Generator& default_generator(c10::DeviceIndex index) {
-  if (index < 0) index = current_device();
+  index = index < 0 ? current_device() : own_index(index);
   std::lock_guard<std::mutex> lock(g_mu);
+  if (static_cast<c10::DeviceIndex>(g_gens.size()) <= index)  // first use of this device's: is it one?
+    TORCH_CHECK(index < device_count(), "torch_tpu: no default generator for tpu:", static_cast<int>(index), " (",
+                static_cast<int>(device_count()), " tpu device(s) available)", runtime::job_device_hint());
   while (static_cast<c10::DeviceIndex>(g_gens.size()) <= index) {
     auto g = at::make_generator<TpuGeneratorImpl>(static_cast<c10::DeviceIndex>(g_gens.size()));
     if (g_seed_all) g.set_current_seed(*g_seed_all);
@@ -88,7 +92,7 @@ void manual_seed_all(uint64_t seed) {
 }
 
 at::Generator new_generator(c10::DeviceIndex index) {
-  if (index < 0) index = current_device();
+  index = index < 0 ? current_device() : own_index(index);
   return at::make_generator<TpuGeneratorImpl>(index);
 }
 

@@ -33,7 +33,7 @@ struct TpuGuardImpl final : public c10::impl::DeviceGuardImplInterface {
     if (d.index() >= 0) t_current_device = d.index();
   }
   c10::Stream getStream(c10::Device d) const override {
-    return c10::Stream(c10::Stream::DEFAULT, d);
+    return c10::Stream(c10::Stream::DEFAULT, c10::Device(kType, own_index(d.index())));
   }
   c10::Stream getDefaultStream(c10::Device d) const override { return getStream(d); }
   c10::Stream getNewStream(c10::Device d, int) const override { return getStream(d); }
@@ -86,7 +86,9 @@ struct TpuGuardImpl final : public c10::impl::DeviceGuardImplInterface {
                 "Both events must be recorded before calculating elapsed time.");
     return static_cast<double>(static_cast<TpuEvent*>(end)->time_ns - static_cast<TpuEvent*>(start)->time_ns) / 1e6;
   }
-  void synchronizeDevice(const c10::DeviceIndex index) const override { runtime::get().synchronize(index); }
+  void synchronizeDevice(const c10::DeviceIndex index) const override {
+    runtime::get().synchronize(own_index(index));
+  }
   void recordDataPtrOnStream(const c10::DataPtr&, const c10::Stream&) const override {}
 };
 
@@ -96,7 +98,15 @@ C10_REGISTER_GUARD_IMPL(PrivateUse1, TpuGuardImpl);
 
 c10::DeviceIndex current_device() { return t_current_device; }
 
+c10::DeviceIndex own_index(c10::DeviceIndex index) {
+  if (index <= 0) return index;  // the common case starts nothing
+  const runtime::JobInfo& job = runtime::job();
+  // A process that does own several devices keeps their indexes.
+  return job.active && index == job.local_rank && index >= device_count() ? 0 : index;
+}
+
 void set_current_device(c10::DeviceIndex index) {
+  index = own_index(index);
   TORCH_CHECK(index >= 0 && index < device_count(), "torch_tpu: invalid device index ", static_cast<int>(index),
               " (", static_cast<int>(device_count()), " tpu device(s) available)", runtime::job_device_hint());
   t_current_device = index;

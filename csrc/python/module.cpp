@@ -45,6 +45,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("_in_bad_fork", [] { return runtime::in_bad_fork(); });
   m.def("_current_device", [] { return static_cast<int>(device::current_device()); });
   m.def("_set_device", [](int i) { device::set_current_device(static_cast<c10::DeviceIndex>(i)); });
+  m.def("_own_index", [](int i) { return static_cast<int>(device::own_index(static_cast<c10::DeviceIndex>(i))); });
   m.def("_synchronize", [](int i) {
     // A failed device-side check raises here (deferred_checks.h) with its
     // op's Python type, as a kernel error would through torch's bindings.

@@ -28,7 +28,7 @@ JobInfo job_from_env();
 // The job the running runtime joined (starts the runtime).
 const JobInfo& job();
 // Appended to an invalid-device-index error: in a job each process owns
-// one device, tpu:0, where a CUDA script would use cuda:LOCAL_RANK ("" alone).
+// one device, tpu:0, also named by the local rank ("" alone).
 std::string job_device_hint();
 
 // A collective failed (a peer died or timed out): the process then exits

@@ -1162,8 +1162,9 @@ const JobInfo& job() {
 std::string job_device_hint() {
   const JobInfo& j = job();
   if (!j.active) return "";
-  return c10::str("; in a job each process owns one device, tpu:0 (this is rank ", j.rank, ", local rank ",
-                  j.local_rank, "): use torch.device(\"tpu\") where a CUDA script uses cuda:LOCAL_RANK");
+  return c10::str("; in a job each process owns one device, tpu:0, also named tpu:", j.local_rank,
+                  " by its local rank as a CUDA script names its GPU (this is rank ", j.rank, ", local rank ",
+                  j.local_rank, ")");
 }
 
 int64_t process_device_id(int process) {
