@@ -7,6 +7,7 @@ import io
 import os
 import sys
 import time
+import warnings
 
 import torch
 import torch.distributed as dist
@@ -481,8 +482,10 @@ def rank0_dies():
 
 def train():
     """A training script written for CUDA with the device string changed, run
-    by plain torchrun: init_process_group() with no backend (torch's default
-    for tpu), DDP with device_ids=[local_rank], object collectives, rank 0 evaluating
+    by plain torchrun: set_device(local_rank) and tpu:<local_rank> for every
+    tensor, init_process_group(backend="nccl", device_id=...) as CUDA scripts
+    pass it (read as torch's default for tpu, with a warning), DDP with
+    device_ids=[local_rank], object collectives, rank 0 evaluating
     alone between steps (MPMD), and compiled; then FSDP2, tensor parallel and DTensor on a
     DeviceMesh("tpu"), a two-stage pipeline (torch.distributed.pipelining),
     and a distributed checkpoint saved by TP-sharded parameters and loaded
@@ -500,7 +503,12 @@ def train():
     local_rank = int(os.environ["LOCAL_RANK"])
     torch.tpu.set_device(local_rank)  # was torch.cuda.set_device(local_rank)
     device = torch.device("tpu", local_rank)  # was torch.device("cuda", local_rank): tpu:0 here
-    dist.init_process_group(timeout=datetime.timedelta(seconds=120))
+    # was backend="nccl", device_id=torch.device("cuda", local_rank)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        dist.init_process_group(backend="nccl", device_id=device, timeout=datetime.timedelta(seconds=120))
+    if not any("has no NCCL; backend 'nccl' is read as the default for tpu" in str(w.message) for w in caught):
+        FAILS.append(f"backend='nccl': no warning saying what it became: {[str(w.message) for w in caught]}")
     rank, world = dist.get_rank(), dist.get_world_size()
 
     def model():

@@ -15,6 +15,10 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+import torch
+import torch.distributed as dist
+
+import torch_tpu  # noqa: F401
 
 from dist_utils import HERE, _job_port, check_job, run_job
 
@@ -157,3 +161,22 @@ def test_accelerate_and_trainer_under_torchrun(tmp_path):
     # (fsdp="full_shard") too (the worker checks; mode_independent: the
     # training itself is covered in both modes by the test above).
     _torchrun_2_ranks([os.path.join(HERE, "dist_hf_worker.py"), str(tmp_path)])
+
+
+@pytest.mark.skipif(dist.is_nccl_available(), reason="a torch with NCCL keeps the name")
+def test_nccl_names_read_as_tpu_backends():
+    """A CUDA script's backend names in a process whose accelerator is tpu
+    (torch_tpu/distributed/group_args.py); the launch itself is checked by
+    test_cuda_style_script_under_torchrun."""
+    from torch_tpu.distributed.group_args import own_device, tpu_backend
+
+    with pytest.warns(UserWarning, match="has no NCCL"):
+        assert tpu_backend("nccl") is None
+    assert tpu_backend("cpu:gloo,tpu:nccl") == "cpu:gloo,tpu:tpu_dist"
+    assert tpu_backend("NCCL") is None
+    for kept in (None, "gloo", "tpu_dist", "cpu:gloo,tpu:tpu_dist"):
+        assert tpu_backend(kept) == kept
+    # outside a job no index but 0 is an alias: torch's own range check speaks
+    assert own_device(torch.device("tpu", 0)) == torch.device("tpu", 0)
+    assert own_device(0) == torch.device("tpu", 0)
+    assert own_device(torch.device("cpu")) == torch.device("cpu")

@@ -95,3 +95,6 @@ if dist.is_available():
     from . import device_ids as _device_ids
 
     _device_ids.install()  # DDP and barrier with device_ids=[local_rank], as CUDA scripts write them
+    from . import group_args as _group_args
+
+    _group_args.install()  # backend="nccl" and device_id=<local_rank>, as CUDA scripts pass them
