@@ -57,6 +57,24 @@ def test_counters_exact(no_gc):
     assert free == total - tpu.memory_allocated()
 
 
+def test_cuda_older_memory_names(no_gc):
+    """The names CUDA scripts still call, on the same counters."""
+    x = torch.empty(1000, device="tpu")
+    assert tpu.memory_cached() == tpu.memory_reserved() and tpu.max_memory_cached() == tpu.max_memory_reserved()
+    nested = tpu.memory_stats_as_nested_dict()
+    flat = tpu.memory_stats()
+    assert nested["allocated_bytes"]["all"]["current"] == flat["allocated_bytes.all.current"]
+    assert nested["num_ooms"] == flat["num_ooms"]
+    del x
+    tpu.reset_max_memory_allocated()
+    assert tpu.max_memory_allocated() == tpu.memory_allocated()
+    y = torch.empty(2000, device="tpu")
+    tpu.reset_max_memory_cached()
+    assert tpu.max_memory_allocated() == tpu.memory_allocated()
+    del y
+    tpu.ipc_collect()
+
+
 def test_memory_summary_shows_the_counters(no_gc):
     x = torch.empty(256, 1024, device="tpu")  # exactly 1 MiB
     text = tpu.memory_summary()

@@ -19,6 +19,8 @@ __all__ = [
     "memory_allocated", "max_memory_allocated", "memory_reserved",
     "max_memory_reserved", "memory_stats", "empty_cache",
     "reset_peak_memory_stats", "reset_accumulated_memory_stats", "memory_summary", "is_initialized", "init",
+    "memory_stats_as_nested_dict", "reset_max_memory_allocated", "reset_max_memory_cached", "memory_cached",
+    "max_memory_cached", "ipc_collect",
     "is_bf16_supported", "seed_all", "platform",
     "set_per_process_memory_fraction", "get_per_process_memory_fraction", "mem_get_info", "OutOfMemoryError",
     "get_amp_supported_dtype", "amp", "precision", "get_precision", "Precision",
@@ -318,6 +320,35 @@ def reset_peak_memory_stats(device: Any = None) -> None:
 
 def reset_accumulated_memory_stats(device: Any = None) -> None:
     _C._reset_accumulated_memory_stats(_index(device))
+
+
+def memory_stats_as_nested_dict(device: Any = None) -> dict[str, Any]:
+    """memory_stats() nested at each "." ({"allocated_bytes": {"all": {...}}}),
+    as torch.cuda's."""
+    nested: dict[str, Any] = {}
+    for key, value in memory_stats(device).items():
+        *path, last = key.split(".")
+        node = nested
+        for part in path:
+            node = node.setdefault(part, {})
+        node[last] = value
+    return nested
+
+
+# torch.cuda's older names, which CUDA scripts still call.
+def reset_max_memory_allocated(device: Any = None) -> None:
+    reset_peak_memory_stats(device)
+
+
+reset_max_memory_cached = reset_max_memory_allocated
+memory_cached = memory_reserved
+max_memory_cached = max_memory_reserved
+
+
+def ipc_collect() -> None:
+    """Nothing to collect: a tpu tensor sent to another process travels as a
+    copy (torch_tpu/process_sharing.py), so no device memory waits for other
+    processes to let go of it."""
 
 
 def memory_summary(device: Any = None, abbreviated: bool = False) -> str:
