@@ -20,7 +20,7 @@ __all__ = [
     "max_memory_reserved", "memory_stats", "empty_cache",
     "reset_peak_memory_stats", "reset_accumulated_memory_stats", "memory_summary", "is_initialized", "init",
     "memory_stats_as_nested_dict", "reset_max_memory_allocated", "reset_max_memory_cached", "memory_cached",
-    "max_memory_cached", "ipc_collect",
+    "max_memory_cached", "ipc_collect", "set_sync_debug_mode", "get_sync_debug_mode",
     "is_bf16_supported", "seed_all", "platform",
     "set_per_process_memory_fraction", "get_per_process_memory_fraction", "mem_get_info", "OutOfMemoryError",
     "get_amp_supported_dtype", "amp", "precision", "get_precision", "Precision",
@@ -142,6 +142,27 @@ class device_of(device):
 def synchronize(device: Any = None) -> None:
     """Waits for every program queued on the device."""
     _C._synchronize(_index(device))
+
+
+_SYNC_DEBUG_MODES = {"default": 0, "warn": 1, "error": 2}
+
+
+def set_sync_debug_mode(debug_mode: int | str) -> None:
+    """As torch.cuda's: "default" (0) does nothing, "warn" (1) warns and
+    "error" (2) raises where an op makes the host wait for the device: a
+    copy to the host (`.cpu()`, `.tolist()`, printing; also with
+    `non_blocking=True`, which waits here), `item()`, and ops whose result's
+    shape depends on the data (`nonzero`, boolean-mask indexing). Explicit
+    `torch.tpu.synchronize()` is not reported."""
+    if isinstance(debug_mode, str):
+        if debug_mode not in _SYNC_DEBUG_MODES:
+            raise RuntimeError("invalid value of debug_mode, expected one of `default`, `warn`, `error`")
+        debug_mode = _SYNC_DEBUG_MODES[debug_mode]
+    _C._set_sync_debug_mode(int(debug_mode))
+
+
+def get_sync_debug_mode() -> int:
+    return _C._get_sync_debug_mode()
 
 
 def platform() -> str:

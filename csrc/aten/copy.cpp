@@ -8,6 +8,7 @@
 #include <torch/library.h>
 
 #include "device/storage.h"
+#include "device/sync_debug.h"
 #include "exec/op_runner.h"
 #include "lowering/context.h"
 #include "lowering/view.h"
@@ -42,7 +43,8 @@ void upload(const at::Tensor& self, const at::Tensor& src) {
   sb.dtype = self.scalar_type();
 }
 
-void download(const at::Tensor& self, const at::Tensor& src) {
+void download(const at::Tensor& self, const at::Tensor& src, const char* what) {
+  device::on_host_wait(what);
   at::Tensor dense = src;
   auto* sb = &device::storage_buffer(src.storage());
   if (!covers(src) || (sb->buffer && sb->dtype != src.scalar_type())) {
@@ -83,14 +85,14 @@ at::Tensor& copy_(at::Tensor& self, const at::Tensor& src_in, bool non_blocking)
     upload(self, src);
   } else {
     TORCH_CHECK(self.is_cpu(), "torch_tpu: cannot copy from ", src.device(), " to ", self.device());
-    download(self, src);
+    download(self, src, "a copy of a tpu tensor to the host");
   }
   return self;
 }
 
 at::Scalar local_scalar_dense(const at::Tensor& self) {
   at::Tensor host = at::empty(self.sizes(), self.options().device(at::kCPU));  // 0-dim or one element
-  download(host, self);
+  download(host, self, "a tpu value read on the host (item(), or an op whose result's shape depends on the data)");
   return at::_local_scalar_dense(host);
 }
 

@@ -10,6 +10,7 @@
 #include "device/generator.h"
 #include "device/guard.h"
 #include "device/storage.h"
+#include "device/sync_debug.h"
 #include "exec/cpu_fallback.h"
 #include "exec/fill.h"
 #include "exec/op_runner.h"
@@ -45,6 +46,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("_in_bad_fork", [] { return runtime::in_bad_fork(); });
   m.def("_current_device", [] { return static_cast<int>(device::current_device()); });
   m.def("_set_device", [](int i) { device::set_current_device(static_cast<c10::DeviceIndex>(i)); });
+  m.def("_set_sync_debug_mode", [](int mode) { device::set_sync_debug_mode(mode); });
+  m.def("_get_sync_debug_mode", [] { return device::sync_debug_mode(); });
   m.def("_own_index", [](int i) { return static_cast<int>(device::own_index(static_cast<c10::DeviceIndex>(i))); });
   m.def("_synchronize", [](int i) {
     // A failed device-side check raises here (deferred_checks.h) with its
