@@ -180,3 +180,25 @@ def test_nccl_names_read_as_tpu_backends():
     assert own_device(torch.device("tpu", 0)) == torch.device("tpu", 0)
     assert own_device(0) == torch.device("tpu", 0)
     assert own_device(torch.device("cpu")) == torch.device("cpu")
+
+
+@pytest.mark.mode_independent
+@pytest.mark.parametrize("how", ["env", "tcp"])
+def test_cuda_style_script_under_spawn(how):
+    # torch.multiprocessing.spawn, as pytorch/examples' DDP tutorial starts
+    # its workers: no torchrun variables; set_device(rank) comes before
+    # init_process_group(rank=..., world_size=...) tells the runtime its job
+    # (before, rank 1's set_device raised "invalid device index 1", and
+    # without it the group refused to form: "this process runs alone").
+    # mode_independent: a launch path; the training is the same DDP as above.
+    import sys
+
+    from dist_utils import ROOT, run_session
+
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               TORCH_DEVICE_BACKEND_AUTOLOAD="1")
+    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "TORCH_TPU_NUM_DEVICES"):
+        env.pop(name, None)
+    rc, out, err = run_session([sys.executable, os.path.join(HERE, "dist_spawn_worker.py"), str(_job_port()), how],
+                               env, 240, merge_stderr=True)
+    assert rc == 0 and "spawned job ok" in out, (out + err)[-8000:]

@@ -41,22 +41,28 @@ from .streams import (  # noqa: E402
 OutOfMemoryError = torch.OutOfMemoryError
 
 
-def _index(device: Any = None) -> int:
+def _named_index(device: Any = None) -> int:
+    """The index `device` names, as given (-1 for the current device)."""
     if device is None:
-        return _C._current_device()
+        return -1
     if isinstance(device, str):
         device = torch.device(device)
     if isinstance(device, torch.device):
         if device.type != "tpu":
             raise ValueError(f"expected a tpu device, got {device}")
-        if device.index is None:
-            return _C._current_device()
-        device = device.index
+        return -1 if device.index is None else device.index
     if isinstance(device, int):
-        # In a job the local rank also names tpu:0, as cuda:LOCAL_RANK a
-        # process's GPU (own_index in csrc/device/guard.h).
-        return device if device <= 0 else _C._own_index(device)
+        return device
     raise TypeError(f"expected a device, int or str, got {type(device).__name__}")
+
+
+def _index(device: Any = None) -> int:
+    index = _named_index(device)
+    if index < 0:
+        return _C._current_device()
+    # In a job the local rank also names tpu:0, as cuda:LOCAL_RANK a
+    # process's GPU (own_index in csrc/device/guard.h).
+    return index if index == 0 else _C._own_index(index)
 
 
 def _get_device_index(device: Any, optional: bool = False, allow_cpu: bool = False) -> int:
@@ -109,7 +115,11 @@ def current_device() -> int:
 
 
 def set_device(device: Any) -> None:
-    _C._set_device(_index(device))
+    # The index as named: a spawned worker's set_device(rank) must not start
+    # the runtime before init_process_group tells it the job (guard.cpp).
+    index = _named_index(device)
+    if index >= 0:
+        _C._set_device(index)
 
 
 class device:

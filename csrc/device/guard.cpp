@@ -13,6 +13,9 @@ namespace torch_tpu::device {
 namespace {
 
 thread_local c10::DeviceIndex t_current_device = 0;
+// set by set_device before the runtime started, outside a job's environment:
+// checked (and mapped by own_index) when first read
+thread_local bool t_unchecked = false;
 
 struct TpuGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   static constexpr c10::DeviceType kType = c10::DeviceType::PrivateUse1;
@@ -24,13 +27,13 @@ struct TpuGuardImpl final : public c10::impl::DeviceGuardImplInterface {
     if (old.index() != d.index()) setDevice(d);
     return old;
   }
-  c10::Device getDevice() const override { return {kType, t_current_device}; }
+  c10::Device getDevice() const override { return {kType, current_device()}; }
   void setDevice(c10::Device d) const override {
     TORCH_CHECK(d.type() == kType, "torch_tpu: expected a tpu device, got ", d);
     if (d.index() >= 0) set_current_device(d.index());
   }
   void uncheckedSetDevice(c10::Device d) const noexcept override {
-    if (d.index() >= 0) t_current_device = d.index();
+    if (d.index() >= 0) t_current_device = d.index(), t_unchecked = false;
   }
   c10::Stream getStream(c10::Device d) const override {
     return c10::Stream(c10::Stream::DEFAULT, c10::Device(kType, own_index(d.index())));
@@ -96,7 +99,24 @@ C10_REGISTER_GUARD_IMPL(PrivateUse1, TpuGuardImpl);
 
 }  // namespace
 
-c10::DeviceIndex current_device() { return t_current_device; }
+namespace {
+void check_and_set(c10::DeviceIndex index) {
+  index = own_index(index);
+  TORCH_CHECK(index >= 0 && index < device_count(), "torch_tpu: invalid device index ", static_cast<int>(index),
+              " (", static_cast<int>(device_count()), " tpu device(s) available)", runtime::job_device_hint());
+  t_current_device = index;
+  t_unchecked = false;
+}
+}  // namespace
+
+c10::DeviceIndex current_device() {
+  if (C10_UNLIKELY(t_unchecked)) {  // starts the runtime
+    c10::DeviceIndex wanted = t_current_device;
+    t_current_device = 0, t_unchecked = false;  // a bad index raises once, as set_device would have
+    check_and_set(wanted);
+  }
+  return t_current_device;
+}
 
 c10::DeviceIndex own_index(c10::DeviceIndex index) {
   if (index <= 0) return index;  // the common case starts nothing
@@ -106,10 +126,16 @@ c10::DeviceIndex own_index(c10::DeviceIndex index) {
 }
 
 void set_current_device(c10::DeviceIndex index) {
-  index = own_index(index);
-  TORCH_CHECK(index >= 0 && index < device_count(), "torch_tpu: invalid device index ", static_cast<int>(index),
-              " (", static_cast<int>(device_count()), " tpu device(s) available)", runtime::job_device_hint());
-  t_current_device = index;
+  // A torch.multiprocessing.spawn worker calls set_device(rank) before
+  // init_process_group(rank=...) tells the runtime its job (there are no
+  // torchrun variables): starting the runtime here would start it alone.
+  // So the index waits, unchecked, for its first use.
+  if (index >= 0 && !runtime::started() && !runtime::job_from_env().active) {
+    t_current_device = index;
+    t_unchecked = true;
+    return;
+  }
+  check_and_set(index);
 }
 
 c10::DeviceIndex device_count() { return static_cast<c10::DeviceIndex>(runtime::get().device_count()); }

@@ -41,8 +41,37 @@ def _set_collective_timeout(seconds):
         os.environ["XLA_FLAGS"] = f"{flags} --xla_cpu_collective_timeout_seconds={max(1, int(seconds))}".strip()
 
 
+def _store_address(store):
+    """(host, port) of the TCPStore under `store`'s prefixes, or None."""
+    while store is not None:
+        if isinstance(store, dist.TCPStore):
+            return store.host, store.port
+        store = getattr(store, "underlying_store", None)
+    return None
+
+
+def join_job(rank, world_size, address=None):
+    """A process started without torchrun's variables (torch.multiprocessing.spawn,
+    whose function gets its rank as an argument) learns its job from
+    init_process_group's arguments, or from its first group of several
+    ranks, before the runtime starts: the runtime reads RANK, WORLD_SIZE,
+    LOCAL_RANK and the coordinator's address (MASTER_ADDR, MASTER_PORT + 1)
+    from the environment when it starts (docs/design.md, "Distributed")."""
+    if _C._runtime_started() or "RANK" in os.environ or world_size < 2 or rank < 0:
+        return
+    os.environ["RANK"] = str(rank)
+    os.environ["WORLD_SIZE"] = str(world_size)
+    # one machine, as spawn starts them; a multi-machine job sets LOCAL_RANK
+    os.environ.setdefault("LOCAL_RANK", str(rank))
+    if address is not None:  # init_method="tcp://..." sets no MASTER_* variables
+        os.environ.setdefault("MASTER_ADDR", str(address[0]))
+        os.environ.setdefault("MASTER_PORT", str(address[1]))
+
+
 def _create_backend(opts, backend_options):
     """The creator torch.distributed calls (extended API) for a tpu_dist group."""
+    if not dist.is_initialized():  # the default group: its ranks are the job's
+        join_job(opts.group_rank, opts.group_size, _store_address(opts.store))
     timeout = opts.timeout.total_seconds()
     _set_collective_timeout(timeout)
     return _C._distributed.create_backend(

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import urllib.parse
 import warnings
 
 import torch
@@ -31,7 +32,7 @@ import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
 
 from .._import_hooks import is_marked, mark
-from . import BACKEND
+from . import BACKEND, join_job
 
 
 def _entry(entry: str) -> str:
@@ -42,7 +43,7 @@ def _entry(entry: str) -> str:
 def tpu_backend(backend):
     """`backend` with NCCL's name read as tpu's (see above); others unchanged."""
     if not isinstance(backend, str) or "nccl" not in backend.lower() or dist.is_nccl_available() \
-            or torch._C._get_accelerator().type != "tpu":
+            or not _tpu_is_accelerator():
         return backend
     text = backend.strip().lower()
     new = None if text == "nccl" else ",".join(_entry(e) for e in text.split(","))
@@ -53,9 +54,15 @@ def tpu_backend(backend):
     return new
 
 
+def _tpu_is_accelerator() -> bool:
+    # torch._C._get_accelerator() would start the runtime, before a spawned
+    # worker has told it its job (join_job); without CUDA, tpu is the one.
+    return not torch.cuda.is_available() and torch._C._get_privateuse1_backend_name() == "tpu"
+
+
 def own_device(device_id):
     """A tpu `device_id` (int or torch.device) with the local rank read as tpu:0."""
-    if torch._C._get_accelerator().type != "tpu":
+    if not _tpu_is_accelerator():
         return device_id
     if isinstance(device_id, int) or (isinstance(device_id, torch.device) and device_id.type == "tpu"
                                       and device_id.index is not None):
@@ -64,12 +71,23 @@ def own_device(device_id):
     return device_id
 
 
+def _tcp_address(arguments):
+    """(host, port) of an init_method "tcp://host:port", or None."""
+    method = arguments.get("init_method")
+    if not isinstance(method, str) or not method.startswith("tcp://"):
+        return None
+    parsed = urllib.parse.urlparse(method)
+    return (parsed.hostname, parsed.port) if parsed.hostname and parsed.port else None
+
+
 def _wrap(original):
     signature = inspect.signature(original)
 
     @functools.wraps(original)
     def wrapper(*args, **kwargs):
         bound = signature.bind(*args, **kwargs)
+        if "rank" in bound.arguments and "world_size" in bound.arguments:  # init_process_group's
+            join_job(bound.arguments["rank"], bound.arguments["world_size"], _tcp_address(bound.arguments))
         if "backend" in bound.arguments:
             bound.arguments["backend"] = tpu_backend(bound.arguments["backend"])
         if "device_id" in bound.arguments:
