@@ -4,8 +4,10 @@ no torchrun variables; each worker gets its rank as an argument, calls
 set_device(rank) before init_process_group(backend="nccl", rank=...,
 world_size=...). DDP trains 3 steps; both ranks must end at the weights of
 one CPU process trained on the global batch (1e-5). argv: port, then "env"
-(MASTER_ADDR/MASTER_PORT set by the script) or "tcp" (init_method
-tcp://host:port, no MASTER_* variables). Prints "spawned job ok"."""
+(MASTER_ADDR/MASTER_PORT set by the script), "tcp" (init_method
+tcp://host:port, no MASTER_* variables) or "reference" (the reference
+backend's torch.tpu.distributed.set_tpu_launch_env in the parent, which
+sets them). Prints "spawned job ok"."""
 import os
 import sys
 
@@ -35,6 +37,9 @@ def worker(rank, port, how):
         os.environ["MASTER_ADDR"] = "127.0.0.1"
         os.environ["MASTER_PORT"] = str(port)
         dist.init_process_group(backend="nccl", rank=rank, world_size=WORLD)
+    elif how == "reference":
+        assert os.environ["MASTER_PORT"] == str(port) and os.environ["LOCAL_WORLD_SIZE"] == str(WORLD)
+        dist.init_process_group(rank=rank, world_size=WORLD)
     else:
         dist.init_process_group(backend="nccl", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=WORLD)
     assert dist.get_rank() == rank and dist.get_world_size() == WORLD
@@ -62,5 +67,8 @@ def worker(rank, port, how):
 
 
 if __name__ == "__main__":
+    if sys.argv[2] == "reference":
+        os.environ["MASTER_PORT"] = sys.argv[1]  # kept by set_tpu_launch_env (the test's free port)
+        torch.tpu.distributed.set_tpu_launch_env(nnodes=1, nproc_per_node=WORLD)
     mp.spawn(worker, args=(int(sys.argv[1]), sys.argv[2]), nprocs=WORLD)
     print("spawned job ok")

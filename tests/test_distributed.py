@@ -183,7 +183,7 @@ def test_nccl_names_read_as_tpu_backends():
 
 
 @pytest.mark.mode_independent
-@pytest.mark.parametrize("how", ["env", "tcp"])
+@pytest.mark.parametrize("how", ["env", "tcp", "reference"])
 def test_cuda_style_script_under_spawn(how):
     # torch.multiprocessing.spawn, as pytorch/examples' DDP tutorial starts
     # its workers: no torchrun variables; set_device(rank) comes before
@@ -202,3 +202,27 @@ def test_cuda_style_script_under_spawn(how):
     rc, out, err = run_session([sys.executable, os.path.join(HERE, "dist_spawn_worker.py"), str(_job_port()), how],
                                env, 240, merge_stderr=True)
     assert rc == 0 and "spawned job ok" in out, (out + err)[-8000:]
+
+
+def test_reference_launch_env():
+    """torch.tpu.distributed.set_tpu_launch_env's variables (the reference's
+    names; its spawn use is in test_cuda_style_script_under_spawn), and
+    `python -m torch.tpu.distributed` printing them."""
+    import subprocess
+    import sys
+
+    from torch_tpu.distributed.launch_env import launch_env
+
+    env = launch_env(2, 4, environ={"MASTER_ADDR": "10.0.0.1"})
+    assert env == {"MASTER_ADDR": "10.0.0.1", "MASTER_PORT": "29500", "WORLD_SIZE": "8", "LOCAL_WORLD_SIZE": "4",
+                   "TORCH_TPU_COORDINATOR_ADDRESS": "10.0.0.1:29501", "TORCH_TPU_TOPOLOGY": "8x1x1"}
+    one = launch_env(1, 2, environ={})
+    assert one["WORLD_SIZE"] == "2" and int(one["MASTER_PORT"]) > 0
+    with pytest.raises(ValueError, match="nproc_per_node=0"):
+        launch_env(1, 0)
+    run_env = {k: v for k, v in os.environ.items() if k not in ("MASTER_ADDR", "MASTER_PORT")}
+    out = subprocess.run([sys.executable, "-m", "torch.tpu.distributed", "--nproc-per-node", "2"], env=dict(
+        run_env, TORCH_DEVICE_BACKEND_AUTOLOAD="1"), capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
+    printed = dict(line.split("=", 1) for line in out.stdout.split())
+    assert printed["WORLD_SIZE"] == "2" and printed["TORCH_TPU_TOPOLOGY"] == "2x1x1"

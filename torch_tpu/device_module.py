@@ -4,6 +4,8 @@ that a training script uses."""
 from __future__ import annotations
 
 import enum
+import importlib
+import os
 import sys
 import types
 from typing import Any
@@ -507,6 +509,17 @@ class precision:
 
 
 # ---- module properties -------------------------------------------------------
+
+# torch.tpu's submodules (the reference's `torch.tpu.distributed`), so that
+# `import torch.tpu.distributed` and `python -m torch.tpu.distributed` work.
+__path__ = [os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_tpu_names")]
+
+
+def __getattr__(name: str):
+    if name == "distributed":  # `torch.tpu.distributed.set_tpu_launch_env(...)` without importing it first
+        return importlib.import_module("torch.tpu.distributed")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 class _DeviceModule(types.ModuleType):
     """`torch.tpu`'s module type: a few of the reference backend's names are

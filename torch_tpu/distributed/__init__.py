@@ -61,8 +61,9 @@ def join_job(rank, world_size, address=None):
         return
     os.environ["RANK"] = str(rank)
     os.environ["WORLD_SIZE"] = str(world_size)
-    # one machine, as spawn starts them; a multi-machine job sets LOCAL_RANK
-    os.environ.setdefault("LOCAL_RANK", str(rank))
+    # a node's workers are consecutive ranks (set_tpu_launch_env's
+    # LOCAL_WORLD_SIZE); without it, one machine, as spawn starts them
+    os.environ.setdefault("LOCAL_RANK", str(rank % int(os.environ.get("LOCAL_WORLD_SIZE") or world_size)))
     if address is not None:  # init_method="tcp://..." sets no MASTER_* variables
         os.environ.setdefault("MASTER_ADDR", str(address[0]))
         os.environ.setdefault("MASTER_PORT", str(address[1]))

@@ -58,7 +58,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     n = args.nproc_per_node
     topology = args.topology or f"{n}x1x1"
-    dims = [int(d) for d in topology.split("x")]
+    dims = [int(d) for d in topology.replace(",", "x").split("x")]  # the reference writes 2,2,1
     chips = 1
     for d in dims:
         chips *= d
