@@ -596,6 +596,18 @@ def train():
         pass
     compare("fsdp2", net, ref, full)
 
+    # FSDP (FSDP1) with device_id=local_rank, as CUDA scripts pass it, 3 steps
+    from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+
+    ref = model()
+    net = FSDP(model(), device_id=local_rank)
+    for _ in steps(net, ref, 3, seed=9):
+        pass
+    with FSDP.summon_full_params(net):
+        if len(list(net.module.parameters())) != len(list(ref.parameters())):
+            FAILS.append(f"fsdp1: {len(list(net.module.parameters()))} parameters unsharded")
+        compare("fsdp1", net.module, ref)
+
     # tensor parallel: column-wise then row-wise, forward and backward on the same input
     torch.manual_seed(1)
     ref = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))

@@ -1,4 +1,5 @@
-"""`device_ids=[local_rank]` on tpu: DDP and barrier as CUDA scripts call them.
+"""`device_ids=[local_rank]` on tpu: DDP, FSDP (its `device_id`) and barrier
+as CUDA scripts call them.
 
 CUDA scripts name each process's GPU by its local rank and pass it on:
 `DistributedDataParallel(model, device_ids=[local_rank],
@@ -12,7 +13,8 @@ ranks had gone ahead to wait for it. Here the index `LOCAL_RANK` means the
 process's own device and reaches torch as 0; any other index that is not
 the process's device raises an error saying so. Modules on other devices,
 and barriers in jobs whose accelerator is not tpu, pass through unchanged.
-torch offers no hook for either: DDP's `__init__` and `barrier` are wrapped.
+torch offers no hook for these: DDP's and FSDP's `__init__` and `barrier`
+are wrapped.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import torch
 import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
 
+from .. import _import_hooks
 from .._import_hooks import is_marked, mark
 
 
@@ -78,7 +81,38 @@ def _wrap_barrier(original):
     return mark(barrier)
 
 
+def _wrap_fsdp_init(original):
+    """FSDP (FSDP1) takes one `device_id`, an int (the accelerator's) or a
+    torch.device; `device_id=local_rank` made rank 1 fail with "Inconsistent
+    compute device and `device_id` on rank 1: tpu:0 vs tpu:1"."""
+    signature = inspect.signature(original)
+
+    @functools.wraps(original)
+    def __init__(self, *args, **kwargs):
+        bound = signature.bind(self, *args, **kwargs)
+        device_id = bound.arguments.get("device_id")
+        names_tpu = (isinstance(device_id, torch.device) and device_id.type == "tpu") or (
+            isinstance(device_id, int) and torch._C._get_privateuse1_backend_name() == "tpu"
+            and not torch.cuda.is_available())
+        if names_tpu:
+            index = _own_index(device_id, "FullyShardedDataParallel: device_id")
+            bound.arguments["device_id"] = torch.device("tpu", index) if isinstance(device_id, torch.device) else index
+        return original(*bound.args, **bound.kwargs)
+
+    return mark(__init__)
+
+
+def _patch_fsdp(module) -> None:
+    fsdp = module.FullyShardedDataParallel
+    if not is_marked(fsdp.__init__):
+        fsdp.__init__ = _wrap_fsdp_init(fsdp.__init__)
+
+
+_HOOKS = {"torch.distributed.fsdp.fully_sharded_data_parallel": _patch_fsdp}
+
+
 def install() -> None:
+    _import_hooks.install(_HOOKS)  # FSDP1 is not imported with torch: wrapped when it is
     ddp = torch.nn.parallel.DistributedDataParallel
     if not is_marked(ddp.__init__):
         ddp.__init__ = _wrap_ddp_init(ddp.__init__)
