@@ -673,14 +673,15 @@ def pipeline(rank, world):
     loss.backward()
     mine = slice(0, 2) if rank == 0 else slice(2, None)
     for schedule in (ScheduleGPipe, Schedule1F1B):
-        part = copy.deepcopy(whole[mine]).to("tpu")
-        stage = PipelineStage(part, rank, world, torch.device("tpu"))
+        device = torch.device("tpu", int(os.environ["LOCAL_RANK"]))  # as a CUDA script's cuda:<local rank>
+        part = copy.deepcopy(whole[mine]).to(device)
+        stage = PipelineStage(part, rank, world, device)
         pipe = schedule(stage, n_microbatches=4, loss_fn=nn.functional.mse_loss)
         losses = []
         if rank == 0:
-            pipe.step(x.to("tpu"))
+            pipe.step(x.to(device))
         else:
-            pipe.step(target=y.to("tpu"), losses=losses)
+            pipe.step(target=y.to(device), losses=losses)
             got = torch.stack([v.detach().cpu() for v in losses]).mean()
             if len(losses) != 4 or not torch.allclose(got, loss.detach(), atol=1e-5, rtol=0):
                 FAILS.append(f"{schedule.__name__}: losses {[v.item() for v in losses]}, mean vs {loss.item()}")
