@@ -41,6 +41,13 @@ def _set_collective_timeout(seconds):
         os.environ["XLA_FLAGS"] = f"{flags} --xla_cpu_collective_timeout_seconds={max(1, int(seconds))}".strip()
 
 
+def tpu_is_accelerator() -> bool:
+    """tpu is the process's accelerator (torch_tpu holds PrivateUse1's name;
+    CUDA is absent). Starts nothing: torch._C._get_accelerator() would start
+    the runtime, before a spawned worker has told it its job (join_job)."""
+    return not torch.cuda.is_available() and torch._C._get_privateuse1_backend_name() == "tpu"
+
+
 def _store_address(store):
     """(host, port) of the TCPStore under `store`'s prefixes, or None."""
     while store is not None:

@@ -29,6 +29,7 @@ import torch.distributed.distributed_c10d as c10d
 
 from .. import _import_hooks
 from .._import_hooks import is_marked, mark
+from . import tpu_is_accelerator
 
 
 def _own_index(value, what: str):
@@ -37,8 +38,9 @@ def _own_index(value, what: str):
         return None
     device = value if isinstance(value, torch.device) else (
         torch.device(value) if isinstance(value, str) else torch.device("tpu", int(value)))
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    if device.type != "tpu" or device.index not in (None, 0, local_rank):
+    # the index LOCAL_RANK names tpu:0 by the runtime's rule (own_index in csrc/device/guard.h)
+    if device.type != "tpu" or (device.index is not None and torch.tpu._utils._get_device_index(device.index) != 0):
+        local_rank = int(os.environ.get("LOCAL_RANK", "0"))
         raise ValueError(f"{what}={value!r} does not name this process's device: in a "
                          f"tpu job each process owns one device, tpu:0 (this is local rank {local_rank}); pass "
                          f"device_ids=[{local_rank}] (the local rank, as on CUDA), [0] or nothing")
@@ -74,7 +76,7 @@ def _wrap_barrier(original):
         bound = signature.bind(*args, **kwargs)
         ids = bound.arguments.get("device_ids")
         # torch builds the barrier's device from its accelerator and ids[0]
-        if isinstance(ids, list) and ids and torch._C._get_accelerator().type == "tpu":
+        if isinstance(ids, list) and ids and tpu_is_accelerator():
             bound.arguments["device_ids"] = [_own_index(i, "barrier: device_ids") for i in ids]
         return original(*bound.args, **bound.kwargs)
 
@@ -92,8 +94,7 @@ def _wrap_fsdp_init(original):
         bound = signature.bind(self, *args, **kwargs)
         device_id = bound.arguments.get("device_id")
         names_tpu = (isinstance(device_id, torch.device) and device_id.type == "tpu") or (
-            isinstance(device_id, int) and torch._C._get_privateuse1_backend_name() == "tpu"
-            and not torch.cuda.is_available())
+            isinstance(device_id, int) and tpu_is_accelerator())
         if names_tpu:
             index = _own_index(device_id, "FullyShardedDataParallel: device_id")
             bound.arguments["device_id"] = torch.device("tpu", index) if isinstance(device_id, torch.device) else index

@@ -32,7 +32,7 @@ import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
 
 from .._import_hooks import is_marked, mark
-from . import BACKEND, join_job
+from . import BACKEND, join_job, tpu_is_accelerator
 
 
 def _entry(entry: str) -> str:
@@ -43,7 +43,7 @@ def _entry(entry: str) -> str:
 def tpu_backend(backend):
     """`backend` with NCCL's name read as tpu's (see above); others unchanged."""
     if not isinstance(backend, str) or "nccl" not in backend.lower() or dist.is_nccl_available() \
-            or not _tpu_is_accelerator():
+            or not tpu_is_accelerator():
         return backend
     text = backend.strip().lower()
     new = None if text == "nccl" else ",".join(_entry(e) for e in text.split(","))
@@ -54,15 +54,9 @@ def tpu_backend(backend):
     return new
 
 
-def _tpu_is_accelerator() -> bool:
-    # torch._C._get_accelerator() would start the runtime, before a spawned
-    # worker has told it its job (join_job); without CUDA, tpu is the one.
-    return not torch.cuda.is_available() and torch._C._get_privateuse1_backend_name() == "tpu"
-
-
 def own_device(device_id):
     """A tpu `device_id` (int or torch.device) with the local rank read as tpu:0."""
-    if not _tpu_is_accelerator():
+    if not tpu_is_accelerator():
         return device_id
     if isinstance(device_id, int) or (isinstance(device_id, torch.device) and device_id.type == "tpu"
                                       and device_id.index is not None):

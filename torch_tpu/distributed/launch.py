@@ -33,9 +33,15 @@ def free_port_pair():
     raise RuntimeError("torch_tpu.distributed.launch: no free port pair for the store and the coordinator")
 
 
+def coordinator_address(master_addr, master_port) -> str:
+    """jax's coordinator: beside torch's store, on the next port (the
+    runtime's default too: job_from_env in csrc/runtime/xla_runtime.cpp)."""
+    return f"{master_addr}:{int(master_port) + 1}"
+
+
 def rank_env(nproc, master_addr, master_port, topology):
     """The variables each local rank gets."""
-    coordinator = f"{master_addr}:{master_port + 1}"
+    coordinator = coordinator_address(master_addr, master_port)
     return [
         dict(RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE=str(nproc), LOCAL_WORLD_SIZE=str(nproc),
              MASTER_ADDR=master_addr, MASTER_PORT=str(master_port), TORCH_TPU_TOPOLOGY=topology,
@@ -72,7 +78,7 @@ def main(argv=None):
     if not args.script:
         ap.error("a script to run is required")
     os.environ["TORCH_TPU_TOPOLOGY"] = topology
-    os.environ["TORCH_TPU_COORDINATOR_ADDRESS"] = f"{args.master_addr}:{port + 1}"
+    os.environ["TORCH_TPU_COORDINATOR_ADDRESS"] = coordinator_address(args.master_addr, port)
     from torch.distributed.run import main as torchrun
 
     torchrun(["--nnodes", "1", "--nproc-per-node", str(n), "--master-addr", args.master_addr, "--master-port",

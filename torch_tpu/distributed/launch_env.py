@@ -19,10 +19,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from .launch import free_port_pair
-
-_KEYS = ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "TORCH_TPU_COORDINATOR_ADDRESS",
-         "TORCH_TPU_TOPOLOGY")
+from .launch import coordinator_address, free_port_pair
 
 
 def launch_env(nnodes: int = 1, nproc_per_node: int = 1, environ=None) -> dict[str, str]:
@@ -40,7 +37,7 @@ def launch_env(nnodes: int = 1, nproc_per_node: int = 1, environ=None) -> dict[s
         "MASTER_PORT": str(port),
         "WORLD_SIZE": str(world),
         "LOCAL_WORLD_SIZE": str(nproc_per_node),
-        "TORCH_TPU_COORDINATOR_ADDRESS": environ.get("TORCH_TPU_COORDINATOR_ADDRESS") or f"{addr}:{port + 1}",
+        "TORCH_TPU_COORDINATOR_ADDRESS": environ.get("TORCH_TPU_COORDINATOR_ADDRESS") or coordinator_address(addr, port),
         "TORCH_TPU_TOPOLOGY": environ.get("TORCH_TPU_TOPOLOGY") or f"{world}x1x1",
     }
 
