@@ -258,6 +258,16 @@ def collectives(destroy=True):
     want = sum(torch.complex(data(r, torch.float32), data(r, torch.float32, seed=9)) for r in range(W))
     check("complex all_reduce", want, z)
 
+    # the reference's spmd_safe decorator (torch_tpu/distributed/spmd_safe.py): same answer
+    @torch.tpu.distributed.spmd_safe
+    def scaled_all_reduce(x):
+        y = x * 5
+        dist.all_reduce(y)
+        return y + 1
+
+    got = scaled_all_reduce(data(RANK, torch.float32, seed=10).to("tpu"))
+    check("spmd_safe all_reduce", sum(data(r, torch.float32, seed=10) * 5 for r in range(W)) + 1, got)
+
     # bad input: a clear error naming the collective
     try:
         dist.all_gather_into_tensor(torch.empty(W * 3 + 1, device="tpu"), torch.ones(3, device="tpu"))

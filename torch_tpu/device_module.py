@@ -35,6 +35,7 @@ from .amp import get_amp_supported_dtype  # noqa: E402
 from . import amp  # noqa: E402
 from . import modes as _modes  # noqa: E402
 from . import pallas  # noqa: E402  (torch.tpu.pallas.jax_op)
+from . import xla_options as _xla_options  # noqa: E402
 from .modes import EagerMode, get_eager_mode, mark_step, set_eager_mode  # noqa: E402
 from .streams import (  # noqa: E402
     Event, Stream, StreamContext, current_stream, default_stream, set_stream, stream,
@@ -515,9 +516,14 @@ class precision:
 __path__ = [os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_tpu_names")]
 
 
+# The reference's submodules of torch.tpu, each a file in torch_tpu_names/.
+_SUBMODULES = ("distributed", "compiler", "ops", "optimizers", "profiler")
+
+
 def __getattr__(name: str):
-    if name == "distributed":  # `torch.tpu.distributed.set_tpu_launch_env(...)` without importing it first
-        return importlib.import_module("torch.tpu.distributed")
+    # `torch.tpu.ops.ragged_dot(...)` without importing torch.tpu.ops first.
+    if name in _SUBMODULES:
+        return importlib.import_module(f"torch.tpu.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -536,6 +542,17 @@ class _DeviceModule(types.ModuleType):
     @eager_mode.setter
     def eager_mode(self, mode: "str | EagerMode") -> None:
         _modes.eager_mode(mode)
+
+    @property
+    def allow_excess_precision(self) -> bool:
+        """Whether XLA may compute in a wider type than a program says
+        (torch_tpu/xla_options.py). Assigning True or False sets it for
+        every later compile; None restores the default."""
+        return _xla_options.get_allow_excess_precision()
+
+    @allow_excess_precision.setter
+    def allow_excess_precision(self, value: "bool | None") -> None:
+        _xla_options.set_allow_excess_precision(value)
 
     @property
     def _initialized(self) -> bool:

@@ -34,6 +34,7 @@
 #include "lowering/registry.h"
 #include "lowering/view.h"
 #include "runtime/runtime.h"
+#include "runtime/compiler_options.h"
 #include "runtime/lru_cache.h"
 #include "runtime/modes.h"
 #include "runtime/recompile_log.h"
@@ -966,6 +967,8 @@ void run_lowered_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   key += static_cast<char>(device);
   // The fp32 matmul precision shapes dot products: changing it recompiles.
   key += static_cast<char>('0' + static_cast<int>(lowering::matmul_precision()));
+  // So do a user's XLA options (custom_compiler_options blocks).
+  if (uint32_t options = runtime::compiler_options_id()) key += 'x' + std::to_string(options);
   key += '#';
   SeenStorages storages;
   lowering::WrittenStorages written = lowering::written_storages(schema, args);

@@ -11,6 +11,7 @@
 
 #include "device/storage.h"
 #include "lowering/context.h"
+#include "runtime/compiler_options.h"
 
 namespace torch_tpu::exec {
 namespace {
@@ -136,6 +137,8 @@ CallFacts describe_call(const c10::FunctionSchema& schema, const std::vector<c10
   CallFacts facts;
   facts.push_back(ArgFact{"", "device", "tpu:" + std::to_string(opts.device)});
   facts.push_back(ArgFact{"", "matmul precision", precision_name(opts.matmul_precision)});
+  std::string xla_options = runtime::compiler_options_text();  // custom_compiler_options blocks
+  facts.push_back(ArgFact{"", "XLA options", xla_options.empty() ? "(defaults)" : xla_options});
   Describer d{facts, {}, lowering::written_storages(schema, args)};
   const auto& sargs = schema.arguments();
   int input = 0;

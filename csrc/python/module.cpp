@@ -17,6 +17,7 @@
 #include "lowering/registry.h"
 #include "runtime/compile_tier.h"
 #include "runtime/compile_cache.h"
+#include "runtime/compiler_options.h"
 #include "runtime/deferred_checks.h"
 #include "runtime/modes.h"
 #include "runtime/recompile_log.h"
@@ -99,6 +100,16 @@ PYBIND11_MODULE(_C, m) {
   // Their XLA options, "name=value;..." (the setter returns the previous).
   m.def("_quick_compile_options", [] { return runtime::quick_compile_options_text(); });
   m.def("_set_quick_compile_options", [](const std::string& text) { return runtime::set_quick_compile_options(text); });
+  // A user's XLA options (runtime/compiler_options.h): torch.tpu.compiler's
+  // custom_compiler_options blocks and torch.tpu.allow_excess_precision.
+  m.def("_push_compiler_options", [](const std::vector<std::pair<std::string, std::string>>& options) {
+    runtime::push_compiler_options(options);
+  });
+  m.def("_pop_compiler_options", [] { runtime::pop_compiler_options(); });
+  m.def("_compiler_options", [] { return runtime::compiler_options(); });
+  m.def("_set_allow_excess_precision", [](std::optional<bool> allow) { runtime::set_allow_excess_precision(allow); });
+  // The value in force; reading it starts the runtime (the default is the platform's).
+  m.def("_allow_excess_precision", [] { return runtime::allow_excess_precision(runtime::get().platform().is_cpu()); });
   // Whether a StableHLO text is a small program, a tiny one (compile_tier.h).
   m.def("_is_small_program", [](const std::string& text) { return runtime::is_small_program(text); });
   m.def("_is_tiny_program", [](const std::string& text) { return runtime::size_tier(text) == runtime::CompileTier::kTiny; });

@@ -11,6 +11,7 @@
 #include "exec/graph_replay.h"
 #include "exec/tensor_key.h"
 #include "lowering/precision.h"
+#include "runtime/compiler_options.h"
 #include "runtime/modes.h"
 
 namespace py = pybind11;
@@ -44,6 +45,8 @@ py::object replay_key(const py::sequence& args) {
   std::string k;
   k.reserve(48 * args.size());
   k += static_cast<char>('0' + static_cast<int>(lowering::matmul_precision()));
+  // A user's XLA options make other programs (runtime/compiler_options.h).
+  if (uint32_t options = runtime::compiler_options_id()) k += 'x' + std::to_string(options) + '|';
   exec::SeenStorages storages;
   for (const auto& h : args) {
     if (!THPVariable_Check(h.ptr())) {

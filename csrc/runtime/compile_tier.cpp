@@ -1,5 +1,7 @@
 #include "runtime/compile_tier.h"
 
+#include "runtime/compiler_options.h"
+
 #include <c10/util/Exception.h>
 
 #include <algorithm>
@@ -126,7 +128,9 @@ CompileTier size_tier(const std::string& text) {
 bool is_small_program(const std::string& text) { return size_tier(text) != CompileTier::kOptimised; }
 
 CompileTier compile_tier(const std::string& text, bool cpu) {
-  if (!cpu) return CompileTier::kOptimised;
+  // Off XLA:CPU, and under a user's own options (compiler_options.h), whose
+  // choices the tiers' options would overrule, XLA's defaults.
+  if (!cpu || compiler_options_id() != 0) return CompileTier::kOptimised;
   // A small text is never compiled quick: it compiles in tens of ms at any
   // level, and its rebuild would cost more than the quick build saves.
   if (quick_compile_active() && text.size() >= kQuickMinTextBytes) return CompileTier::kQuick;

@@ -34,6 +34,7 @@
 
 #include "hlo/ops.h"
 #include "runtime/deferred_checks.h"
+#include "runtime/compiler_options.h"
 #include "runtime/donation.h"
 #include "runtime/lru_cache.h"
 #include "runtime/modes.h"
@@ -527,7 +528,8 @@ class ModeRuntime final : public Runtime {
   bool capture_active() const { return capture_ != nullptr; }
 
   ExecutableRef compile_with_aliases(const std::string& text, const Aliases& aliases, int device) {
-    std::string key = "variant:" + std::to_string(device) + ':' + std::to_string(std::hash<std::string>{}(text));
+    std::string key = "variant:" + std::to_string(device) + ':' + std::to_string(compiler_options_id()) + ':' +
+                      std::to_string(std::hash<std::string>{}(text));
     append_aliases(key, aliases);
     if (ExecutableRef* hit = fused_.find(key)) return *hit;
     CompileNote note("(replay)", "the replay donates fewer buffers than its capture");
@@ -677,6 +679,8 @@ class ModeRuntime final : public Runtime {
     // Results: outputs still referenced outside the trace.
     std::vector<std::shared_ptr<LazyBuffer>> live;
     std::string key = std::to_string(t.device) + ':';
+    // The options in force when the trace runs decide its program (compiler_options.h).
+    if (uint32_t options = compiler_options_id()) key += 'x' + std::to_string(options) + ':';
     for (const auto& op : t.ops) {
       key += std::to_string(op.prog->id());
       key += '(';

@@ -18,6 +18,8 @@
 #include <cstring>
 #include <functional>
 #include <list>
+#include <map>
+#include <set>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -27,6 +29,7 @@
 #include "runtime/collective_runtime.h"
 #include "runtime/compile_cache.h"
 #include "runtime/compile_tier.h"
+#include "runtime/compiler_options.h"
 #include "runtime/donation.h"
 #include "runtime/host_allocator.h"
 #include "runtime/modes.h"
@@ -455,7 +458,12 @@ class XlaRuntime final : public Runtime {
       if (tier == CompileTier::kQuick) exe->set_quick(text, what);
       return exe;
     } catch (py::error_already_set& e) {
-      TORCH_CHECK(false, "torch_tpu: XLA could not compile the program for ", what, ": ", e.what(),
+      std::string why = e.what();
+      // A misspelt option of a custom_compiler_options block: say so, without the program.
+      TORCH_CHECK_VALUE(compiler_options_id() == 0 || why.find("compile option") == std::string::npos,
+                        "torch.tpu.compiler.custom_compiler_options: XLA (", info_.platform,
+                        ") refused the options in force [", compiler_options_text(), "]: ", why);
+      TORCH_CHECK(false, "torch_tpu: XLA could not compile the program for ", what, ": ", why,
                   "\n--- StableHLO ---\n", text);
     }
   }
@@ -514,13 +522,15 @@ class XlaRuntime final : public Runtime {
       base_key_inputs_["jax_version"] = py::str(py::module_::import("jax").attr("__version__"));
       base_key_inputs_["jaxlib_version"] = py::str(py::module_::import("jax._src.lib").attr("version_str"));
       base_key_inputs_["platform"] = info_.platform;
-      if (!allows_excess_precision()) base_key_inputs_["allow_excess_precision"] = "0";
       base_key_inputs_["platform_version"] = py::str(backend_.attr("platform_version"));
       base_key_inputs_["device_kind"] = info_.device_kind;
       base_key_inputs_["device_count"] = std::to_string(devices_.size());
       base_key_inputs_["global_device_count"] = std::to_string(global_devices_.size());
     }
     cache::KeyInputs in = base_key_inputs_;
+    if (!allows_excess_precision()) in["allow_excess_precision"] = "0";
+    // A user's options (compiler_options.h) make another program.
+    if (std::string user = compiler_options_text(); !user.empty()) in["compiler_options"] = user;
     // The executable is pinned to this device by its device assignment.
     in["device_assignment"] = py::str(devices_[device].attr("id"));
     return in;
@@ -604,16 +614,53 @@ class XlaRuntime final : public Runtime {
   // bf16 passes of the fp32 matmul precisions "medium"/"high" (their result
   // became the fp32 one) and would skip the per-op roundings that make a
   // bf16 op give PyTorch's answer. XLA:CPU keeps them at its default.
-  // The choice is a key input of the disk cache (key_inputs()).
-  bool allows_excess_precision() const { return info_.is_cpu(); }
+  // The choice is a key input of the disk cache (key_inputs()). A user
+  // overrides it with torch.tpu.allow_excess_precision or XLA_FLAGS.
+  bool allows_excess_precision() const { return runtime::allow_excess_precision(info_.is_cpu()); }
   py::object new_compile_options() {
     py::object options = compile_options_cls_();
-    if (!allows_excess_precision()) {
-      py::list overrides;
+    py::list overrides;
+    if (!allows_excess_precision() && !xla_flags_set_excess_precision())
       overrides.append(py::make_tuple("xla_allow_excess_precision", py::bool_(false)));
-      options.attr("env_option_overrides") = overrides;
+    // custom_compiler_options' blocks (compiler_options.h), last so they win.
+    py::object build = options.attr("executable_build_options");
+    for (const auto& [name, value] : compiler_options()) {
+      if (other_platforms_option(name)) continue;
+      if (name == "xla_optimization_level" || name == "xla_memory_fitting_level") {
+        // Not debug options: fields of the build options, as jax sets them.
+        build.attr(name.substr(4).c_str()) = effort_level(name, value);
+      } else if (value == "true" || value == "True" || value == "false" || value == "False") {
+        overrides.append(py::make_tuple(name, py::bool_(value[0] == 't' || value[0] == 'T')));  // XLA parses no "true"
+      } else {
+        overrides.append(py::make_tuple(name, value));
+      }
     }
+    if (!overrides.empty()) options.attr("env_option_overrides") = overrides;
     return options;
+  }
+  // An option of another platform's compiler (xla_tpu_* on XLA:CPU) is
+  // left out, with a warning, so that a script written for a TPU runs
+  // here unchanged; XLA would refuse it ("No such compile option").
+  bool other_platforms_option(const std::string& name) {
+    static const char* kFamilies[] = {"xla_cpu_", "xla_gpu_", "xla_tpu_"};
+    const std::string own = info_.is_cpu() ? "xla_cpu_" : info_.platform == "tpu" ? "xla_tpu_" : "xla_gpu_";
+    for (const char* family : kFamilies) {
+      if (name.rfind(family, 0) != 0 || own == family) continue;
+      static std::set<std::string> warned;
+      if (warned.insert(name).second)
+        TORCH_WARN("torch.tpu.compiler.custom_compiler_options: ", name, " is an option of another platform's XLA; ",
+                   "ignored on ", info_.platform);
+      return true;
+    }
+    return false;
+  }
+  // XLA's EffortLevel for "O0".."O3" (xla.proto).
+  static int effort_level(const std::string& name, const std::string& value) {
+    static const std::map<std::string, int> levels{{"O0", 9}, {"O1", 19}, {"O2", 29}, {"O3", 39}};
+    auto it = levels.find(value);
+    TORCH_CHECK_VALUE(it != levels.end(), "torch.tpu.compiler.custom_compiler_options: ", name,
+                      " takes 'O0', 'O1', 'O2' or 'O3', got '", value, "'");
+    return it->second;
   }
 
   py::object compile_options(int device) {
