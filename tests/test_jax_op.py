@@ -237,3 +237,53 @@ def test_bad_registrations():
 
 def test_reference_name():
     assert torch.tpu.pallas.jax_op is torch_tpu.jax_op
+
+
+# ---- the reference's spellings (torch.tpu.pallas) ------------------------------------
+
+
+def _scale_add(x, y, alpha: float = 2.0, *, beta: float = 1.0):
+    return x * alpha + y * beta
+
+
+def test_reference_decorator_namespace_keywords_and_donation():
+    # `@jax_op("ns::op", donate_argnums=..., mesh=...)` as the reference's
+    # scripts write it; keyword and default arguments are static like
+    # positional ones.
+    from torch.tpu.pallas import get_pallas_mesh, jax_op
+
+    mesh = get_pallas_mesh("x")
+    assert mesh.devices.shape == (1,) and mesh.axis_names == ("x",)
+    op = jax_op("testlib::scale_add", donate_argnums=(0,), mesh=mesh, input_partition_specs=((None,), (None,)),
+                output_partition_specs=((None,),))(_scale_add)
+    assert str(op.op) == "tpu_jax.testlib__scale_add.default"
+    a, b = torch.randn(6), torch.randn(6)
+    for kwargs, want in [({}, a * 2 + b), ({"alpha": 3.0}, a * 3 + b), ({"beta": 0.5}, a * 2 + b * 0.5),
+                         ({"alpha": 3.0, "beta": 0.5}, a * 3 + b * 0.5)]:
+        x = a.to("tpu")
+        assert_close(op(x, b.to("tpu"), **kwargs), want)
+        assert_close(x, a)  # a donated input stays valid here
+    assert_close(op(a.to("tpu"), y=b.to("tpu")), a * 2 + b)
+    x = a.to("tpu").requires_grad_()
+    op(x, b.to("tpu"), beta=0.5).sum().backward()
+    assert_close(x.grad, torch.full((6,), 2.0))
+    f = torch.compile(lambda u, v: op(u, v, alpha=3.0, beta=0.5) + 1, backend="tpu", fullgraph=True)
+    assert_close(f(a.to("tpu"), b.to("tpu")), a * 3 + b * 0.5 + 1)
+
+
+def test_reference_bad_arguments():
+    from torch.tpu.pallas import jax_op
+
+    with pytest.raises(ValueError, match="namespace::op"):
+        jax_op("a::b::c", lambda x: x)
+    with pytest.raises(ValueError, match="donate_argnums"):
+        jax_op("testlib::donate_bad", lambda x: x, donate_argnums=(2,))
+    with pytest.raises(TypeError, match="Mesh"):
+        jax_op("testlib::mesh_bad", lambda x: x, mesh="x")
+    op = jax_op("testlib::kw_bad", _scale_add)
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        op(torch.ones(2, device="tpu"), torch.ones(2, device="tpu"), gamma=1.0)
+    with pytest.raises(TypeError, match="'beta' is a tensor"):
+        op(torch.ones(2, device="tpu"), torch.ones(2, device="tpu"), beta=torch.ones(2, device="tpu"))
+    with pytest.raises(ValueError, match="mesh_shape"):
+        torch.tpu.pallas.get_pallas_mesh(("x", "y"))

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Sequence
 
 import torch
 
@@ -100,7 +100,10 @@ class JaxOp:
             _ = self.vjp_op
 
     # ---- calling ------------------------------------------------------------
-    def __call__(self, *args):
+    def __call__(self, *args, **kwargs):
+        keywords = ()
+        if kwargs:
+            args, keywords = self._positional(args, kwargs)
         tensors = []
         statics = []
         where = []
@@ -119,23 +122,45 @@ class JaxOp:
                 statics.append(a)
         if not tensors:
             raise RuntimeError(f"torch_tpu.jax_op '{self.name}' needs at least one tpu tensor argument")
-        spec = repr((len(args), tuple(where), tuple(statics)))
+        spec = repr((len(args), tuple(where), tuple(statics)) + ((keywords,) if keywords else ()))
         outs = self.op(tensors, spec)
         # One array out gives a tensor, several (a tuple, a pytree) a tuple.
         return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def _positional(self, args, kwargs) -> tuple[tuple, tuple]:
+        """The call's arguments in `fn`'s order (keywords bound by its
+        signature, defaults filled in), so that a keyword argument keys the
+        program as the same positional one would; and the keyword-only ones
+        passed, sorted by name (static: the reference's static_argnames)."""
+        import inspect
+
+        try:
+            sig = inspect.signature(self.fn)
+            bound = sig.bind(*args, **kwargs)
+        except (TypeError, ValueError) as e:
+            raise TypeError(f"torch_tpu.jax_op '{self.name}': {e}") from None
+        bound.apply_defaults()
+        keyword_only = {name: v for name, v in bound.kwargs.items() if name in kwargs}
+        for name, v in keyword_only.items():
+            if isinstance(v, torch.Tensor):
+                raise TypeError(f"torch_tpu.jax_op '{self.name}': keyword-only argument {name!r} is a tensor; "
+                                "tensors are passed by position")
+            _check_static(v, f"argument {name!r}", self.name)
+        return bound.args, tuple(sorted(keyword_only.items()))
 
     # ---- jax side ------------------------------------------------------------
     def _flat_forward(self, spec: str) -> Callable:
         """fn as a function of its tensors only, returning a tuple of arrays."""
         jax = _jax()
-        n, where, statics = ast.literal_eval(spec)
+        n, where, statics, *keywords = ast.literal_eval(spec)
+        keywords = dict(keywords[0]) if keywords else {}
         fn = self.fn
 
         def flat(*tensors):
             args = list(statics)
             for pos, t in zip(where, tensors):
                 args.insert(pos, t)
-            return tuple(jax.tree_util.tree_leaves(fn(*args)))
+            return tuple(jax.tree_util.tree_leaves(fn(*args, **keywords)))
 
         return flat
 
@@ -153,7 +178,7 @@ class JaxOp:
 
     def _failed(self, what: str, avals, spec: str, e: Exception) -> RuntimeError:
         statics = ast.literal_eval(spec)
-        statics = statics[2] if len(statics) == 3 else statics[1]  # a vjp op's spec wraps its forward's
+        statics = statics[2] if len(statics) >= 3 else statics[1]  # a vjp op's spec wraps its forward's
         return RuntimeError(f"torch_tpu.jax_op '{self.name}': {what} failed for inputs ({_describe(avals)}), "
                             f"static arguments {statics}: {type(e).__name__}: {e}")
 
@@ -220,7 +245,8 @@ class JaxOp:
         fwd = self.flat(fwd_spec)
         user = self._user_backward
         if user is not None:  # only forward ops take a backward: their spec has the statics
-            _, where, statics = ast.literal_eval(fwd_spec)
+            _, where, statics, *keywords = ast.literal_eval(fwd_spec)
+            keywords = dict(keywords[0]) if keywords else {}
 
         def flat(*ts):
             prims, cts = list(ts[:k]), tuple(ts[k:])
@@ -230,7 +256,7 @@ class JaxOp:
                 for pos, t in zip(where, prims):
                     args.insert(pos, t)
                 ct = cts[0] if len(cts) == 1 else cts
-                grads = jax.tree_util.tree_leaves(user(*args, ct))
+                grads = jax.tree_util.tree_leaves(user(*args, ct, **keywords))
                 if len(grads) == len(prims):
                     grads = [grads[i] for i in diff]
                 return tuple(grads)
@@ -270,16 +296,71 @@ def _lower(name: str, spec: str, types) -> str:
 _C._set_jax_lowerer(_lower)
 
 
-def jax_op(name: str, fn: Callable, *, backward: Optional[Callable] = None) -> JaxOp:
+def jax_op(name: str, fn: Optional[Callable] = None, /, *, backward: Optional[Callable] = None,
+           donate_argnums: Optional[Sequence[int]] = None, mesh: Any = None,
+           input_partition_specs: Any = None, output_partition_specs: Any = None):
     """Registers `fn` (plain `jax.numpy`, or calling a Pallas `pallas_call`)
     as the torch op `torch.ops.tpu_jax.<name>` on tpu tensors and returns a
-    callable with `fn`'s signature.
+    callable with `fn`'s signature. Without `fn`, returns a decorator (the
+    reference's `@torch.tpu.pallas.jax_op("ns::op")`).
 
-    Tensor arguments are the op's inputs; other (positional) arguments are
-    static Python literals, part of the program key. `fn` returns one array
-    (the op returns a tensor) or a tuple / pytree of arrays (a tuple).
+    `name` is an identifier, or the reference's "namespace::op" (the op is
+    then `torch.ops.tpu_jax.<namespace>__<op>`). Tensor arguments are the
+    op's inputs; other arguments, positional or keyword, are static Python
+    literals, part of the program key. `fn` returns one array (the op
+    returns a tensor) or a tuple / pytree of arrays (a tuple).
     `backward(*args, cotangent)`, if given, is a jax function returning one
     gradient per tensor argument (or per floating-point tensor argument);
     otherwise the backward is `jax.vjp` of `fn` (which honours
-    `jax.custom_vjp`)."""
-    return JaxOp(name, fn, backward=backward)
+    `jax.custom_vjp`).
+
+    The reference's other arguments (docs/design.md, "JAX and Pallas
+    kernels as ops"): `donate_argnums` is checked and accepted, and the
+    donated tensors stay valid here (the reference leaves them invalid, so
+    a script that follows it never reads them again); `mesh` may span one
+    device (get_pallas_mesh() outside a job), whose partition specs change
+    no shape; a kernel over several ranks' devices raises
+    NotImplementedError."""
+    if fn is None:
+        return lambda f: jax_op(name, f, backward=backward, donate_argnums=donate_argnums, mesh=mesh,
+                                input_partition_specs=input_partition_specs,
+                                output_partition_specs=output_partition_specs)
+    op_name = _op_name(name)
+    _check_reference_args(op_name, fn, donate_argnums, mesh)
+    return JaxOp(op_name, fn, backward=backward)
+
+
+def _op_name(name: str) -> str:
+    """Our op name for `name`: the reference's "namespace::op" joined by "__"."""
+    if not isinstance(name, str):
+        raise TypeError(f"torch_tpu.jax_op: the op name must be a str, got {type(name).__name__}")
+    if "::" not in name:
+        return name
+    parts = name.split("::")
+    if len(parts) != 2 or not all(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", p) for p in parts):
+        raise ValueError(f"torch_tpu.jax_op: op name {name!r} must be an identifier or 'namespace::op'")
+    return f"{parts[0]}__{parts[1]}"
+
+
+def _check_reference_args(name: str, fn: Callable, donate_argnums, mesh) -> None:
+    if donate_argnums is not None:
+        import inspect
+
+        try:
+            n = sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+                    for p in inspect.signature(fn).parameters.values())
+        except (TypeError, ValueError):  # a builtin or jitted callable without a signature
+            n = None
+        for i in donate_argnums:
+            if not isinstance(i, int) or i < 0 or (n is not None and i >= n):
+                raise ValueError(f"torch_tpu.jax_op '{name}': donate_argnums {tuple(donate_argnums)} names no "
+                                 f"positional argument of the function ({n} of them)")
+    if mesh is not None:
+        size = getattr(getattr(mesh, "devices", None), "size", None)
+        if size is None:
+            raise TypeError(f"torch_tpu.jax_op '{name}': mesh must be a jax.sharding.Mesh, got {type(mesh).__name__}")
+        if size != 1:
+            raise NotImplementedError(
+                f"torch_tpu.jax_op '{name}': a kernel over a mesh of {size} devices (one per rank) is not "
+                "supported by this backend yet; call it per rank on local tensors, with torch.distributed "
+                "collectives around it")
