@@ -164,7 +164,7 @@ def test_accelerate_and_trainer_under_torchrun(tmp_path):
 
 
 @pytest.mark.skipif(dist.is_nccl_available(), reason="a torch with NCCL keeps the name")
-@pytest.mark.filterwarnings("ignore:torch_tpu. this torch has no NCCL")
+@pytest.mark.filterwarnings("ignore:<TorchTpu/> torch_tpu. this torch has no NCCL")
 def test_nccl_names_read_as_tpu_backends():
     """A CUDA script's backend names in a process whose accelerator is tpu
     (torch_tpu/distributed/group_args.py); the launch itself is checked by

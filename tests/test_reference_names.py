@@ -215,3 +215,41 @@ def test_dynamo_device_interface():
     e = di.Event()
     e.record()
     e.synchronize()
+
+
+# ---- warning categories ---------------------------------------------------------------
+
+
+def test_warnings_carry_the_reference_prefixes_and_filters_select_them():
+    # A reference user's filter ("<TorchTpu/Performance/") silences our
+    # Performance warnings, C++ and Python alike, and leaves the others.
+    import warnings
+
+    from torch_tpu import warning_categories as wc
+
+    assert wc.get_prefix(wc.PERFORMANCE) == "<TorchTpu/Performance/> "
+    assert wc.get_prefix(wc.TCMALLOC) == "<TorchTpu/Performance/TcMalloc/> "
+    assert wc.get_prefix(wc.DEPRECATED_API) == "<TorchTpu/ApiStage/DeprecatedApi/> "
+    with pytest.raises(ValueError, match="no warning category"):
+        wc.get_prefix("SPEED")
+
+    def caught(filters):
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            for f in filters:
+                warnings.filterwarnings("ignore", message=f)
+            torch.tpu.set_sync_debug_mode("warn")  # a C++ warning, Performance
+            try:
+                torch.ones(2, device="tpu").cpu()
+            finally:
+                torch.tpu.set_sync_debug_mode(0)
+            wc.warn("a Python one", wc.CORRECTNESS)
+            wc.warn("old name", wc.DEPRECATED_API)
+        return [(w.category, str(w.message).split(" ", 1)[0]) for w in seen]
+
+    assert caught([]) == [(UserWarning, "<TorchTpu/Performance/>"), (UserWarning, "<TorchTpu/Correctness/>"),
+                          (DeprecationWarning, "<TorchTpu/ApiStage/DeprecatedApi/>")]
+    assert caught(["<TorchTpu/Performance/"]) == [(UserWarning, "<TorchTpu/Correctness/>"),
+                                                  (DeprecationWarning, "<TorchTpu/ApiStage/DeprecatedApi/>")]
+    assert caught(["<TorchTpu/ApiStage/>"]) == caught([])  # "/>": that category alone, not its children
+    assert caught(["<TorchTpu/"]) == []

@@ -29,7 +29,6 @@ from __future__ import annotations
 import functools
 import math
 import operator
-import warnings
 from typing import Any, Callable
 
 import sympy
@@ -39,6 +38,7 @@ from . import _C, auto_bucket
 from .compile_errors import annotate_node_error
 from .graph_replay import ReplayCache
 from .bounded_rules import Unsupported, dyn_dims, fixed_sizes, growth, plan, size_exprs, sym_expr, unsafe_int_use
+from .warning_categories import PERFORMANCE as _PERFORMANCE, warn as _warn
 
 _FUSED = 2  # runtime::EagerMode::kFused
 
@@ -408,18 +408,18 @@ class BoundedGraph:
             if at_padded.padded_int(e) != v:
                 if warn and not self._warned_fixed:
                     self._warned_fixed = True
-                    warnings.warn(f"torch_tpu: the size {e} of this graph, {v} at the sizes it was traced for, "
-                                  f"is {at_padded.padded_int(e)} padded at "
-                                  f"{ {str(s): v for s, v in real.items() if s in e.free_symbols} }; "
-                                  "such calls run at their exact sizes (one program per size)")
+                    _warn(f"torch_tpu: the size {e} of this graph, {v} at the sizes it was traced for, "
+                          f"is {at_padded.padded_int(e)} padded at "
+                          f"{ {str(s): v for s, v in real.items() if s in e.free_symbols} }; "
+                          "such calls run at their exact sizes (one program per size)", category=_PERFORMANCE)
                 return False
         for e in self.non_monotone:
             if at_padded.padded_int(e) < at_real.padded_int(e):
                 if warn and not self._warned_shrink:
                     self._warned_shrink = True
-                    warnings.warn(f"torch_tpu: the size {e} of this graph is smaller padded than real at "
-                                  f"{ {str(s): v for s, v in real.items() if s in e.free_symbols} }; "
-                                  "such calls run at their exact sizes (one program per size)")
+                    _warn(f"torch_tpu: the size {e} of this graph is smaller padded than real at "
+                          f"{ {str(s): v for s, v in real.items() if s in e.free_symbols} }; "
+                          "such calls run at their exact sizes (one program per size)", category=_PERFORMANCE)
                 return False
         return True
 
@@ -814,7 +814,7 @@ def make_runner(gm: torch.fx.GraphModule, exact: Callable[[list], Any], options:
     try:
         bounded = BoundedGraph(gm, exact, options)
     except Unsupported as e:
-        warnings.warn(f"torch_tpu: this graph recompiles for every new size of its symbolic dims: {e}")
+        _warn(f"torch_tpu: this graph recompiles for every new size of its symbolic dims: {e}", category=_PERFORMANCE)
         return exact
 
     def run(args: list) -> Any:

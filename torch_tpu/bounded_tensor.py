@@ -22,7 +22,6 @@ for that size; each such op is named once in a warning. Reading the value
 from __future__ import annotations
 
 import functools
-import warnings
 import weakref
 from typing import Any
 
@@ -33,6 +32,7 @@ from torch.utils._pytree import tree_map
 from . import _C
 from .bounded_graph import _Call, bucket, pad_to
 from .bounded_rules import Unsupported, dyn_dims, growth, plan, run_plain
+from .warning_categories import PERFORMANCE as _PERFORMANCE, warn as _warn
 
 __all__ = ["BoundedTensor", "mark_dynamic"]
 
@@ -168,7 +168,7 @@ def _unpad_all(args, kwargs):
 def _fallback(func, args, kwargs, why: str | None):
     if why is not None and str(func) not in _warned:
         _warned.add(str(func))
-        warnings.warn(f"torch_tpu: {func} runs on real-sized values (compiled per size): {why}")
+        _warn(f"torch_tpu: {func} runs on real-sized values (compiled per size): {why}", category=_PERFORMANCE)
     args, kwargs = _unpad_all(args, kwargs)
     try:
         return func(*args, **kwargs)

@@ -28,8 +28,9 @@ or a bad value raises at the first compile, naming the option.
 from __future__ import annotations
 
 import dataclasses
-import warnings
 from typing import Any, Callable
+
+from .warning_categories import TORCH_TPU as _TORCH_TPU, warn as _warn
 
 __all__ = ["CompileOptions", "check_mode", "parse"]
 
@@ -124,7 +125,7 @@ def parse(options: dict | None) -> CompileOptions:
             kw[key] = _check_bool(key, options[key])
             if kw[key] != default and key not in _WARNED:
                 _WARNED.add(key)
-                warnings.warn(f"torch_tpu: torch.compile option {key}={kw[key]} changes nothing with backend='tpu': "
-                              "a graph's programs compile at its first call and go to the persistent cache "
-                              "(docs/design.md, 'torch.compile options')")
+                _warn(f"torch_tpu: torch.compile option {key}={kw[key]} changes nothing with backend='tpu': "
+                      "a graph's programs compile at its first call and go to the persistent cache "
+                      "(docs/design.md, 'torch.compile options')", category=_TORCH_TPU)
     return CompileOptions(**kw)

@@ -1,4 +1,5 @@
 #include "device/sync_debug.h"
+#include "device/warning_prefix.h"
 
 #include <c10/util/Exception.h>
 
@@ -21,7 +22,7 @@ void on_host_wait(const char* what) {
   int mode = sync_debug_mode();
   if (mode == 0) return;
   if (mode == 1) {
-    TORCH_WARN("called a synchronizing tpu operation: ", what);
+    TORCH_WARN(warning_prefix(WarningCategory::kPerformance), "called a synchronizing tpu operation: ", what);
   } else {
     TORCH_CHECK(false, "called a synchronizing tpu operation: ", what,
                 " (torch.tpu.set_sync_debug_mode(\"error\") is on)");

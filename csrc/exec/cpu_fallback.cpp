@@ -1,4 +1,5 @@
 #include "exec/cpu_fallback.h"
+#include "device/warning_prefix.h"
 
 #include <ATen/native/CPUFallback.h>
 #include <ATen/ops/empty.h>
@@ -55,7 +56,7 @@ void run_on_cpu(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     first = (*g_counts)[name]++ == 0;
   }
   if (first)
-    TORCH_WARN("torch_tpu: ", name, " has no tpu lowering; running it on the CPU (its tensors are copied to the "
+    TORCH_WARN(warning_prefix(WarningCategory::kPerformance), "torch_tpu: ", name, " has no tpu lowering; running it on the CPU (its tensors are copied to the "
                "host and back; torch_tpu.cpu_fallback_stats() counts such calls). Warned once per op.");
   at::native::cpu_fallback(op, stack);
 }

@@ -2,6 +2,8 @@
 // the kernels, hooks, guard and generator; these functions serve torch.tpu.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+
+#include <map>
 #include <torch/csrc/Generator.h>
 #include <torch/csrc/utils/pybind.h>
 
@@ -11,6 +13,7 @@
 #include "device/guard.h"
 #include "device/storage.h"
 #include "device/sync_debug.h"
+#include "device/warning_prefix.h"
 #include "exec/cpu_fallback.h"
 #include "exec/fill.h"
 #include "exec/op_runner.h"
@@ -100,6 +103,12 @@ PYBIND11_MODULE(_C, m) {
   // Their XLA options, "name=value;..." (the setter returns the previous).
   m.def("_quick_compile_options", [] { return runtime::quick_compile_options_text(); });
   m.def("_set_quick_compile_options", [](const std::string& text) { return runtime::set_quick_compile_options(text); });
+  // The warning categories' message prefixes, by name (device/warning_prefix.h).
+  m.def("_warning_prefixes", [] {
+    std::map<std::string, std::string> prefixes;
+    for (auto c : kWarningCategories) prefixes[warning_category_name(c)] = warning_prefix(c);
+    return prefixes;
+  });
   // A user's XLA options (runtime/compiler_options.h): torch.tpu.compiler's
   // custom_compiler_options blocks and torch.tpu.allow_excess_precision.
   m.def("_push_compiler_options", [](const std::vector<std::pair<std::string, std::string>>& options) {

@@ -2,6 +2,7 @@
 // the GIL (Runtime::compile and the Python bindings), which also serialises
 // the counters here.
 #include "runtime/compile_cache.h"
+#include "device/warning_prefix.h"
 
 #include <pybind11/pybind11.h>
 
@@ -192,7 +193,7 @@ void DiskCache::store(const std::string& key, const std::string& executable) {
   if (!ok) {
     fs::remove(tmp, ec);
     ++stats_.store_errors;
-    TORCH_WARN_ONCE("torch_tpu: could not write to the compilation cache in ", dir_,
+    TORCH_WARN_ONCE(warning_prefix(WarningCategory::kPerformance), "torch_tpu: could not write to the compilation cache in ", dir_,
                     "; programs will be compiled again in new processes (set TORCH_TPU_CACHE_DIR to a writable "
                     "directory, or TORCH_TPU_PERSISTENT_CACHE=0 to turn the cache off)");
     return;

@@ -36,6 +36,7 @@
 #include "runtime/recompile_log.h"
 #include "runtime/runtime.h"
 #include "runtime/stderr_filter.h"
+#include "device/warning_prefix.h"
 
 namespace py = pybind11;
 
@@ -648,7 +649,7 @@ class XlaRuntime final : public Runtime {
       if (name.rfind(family, 0) != 0 || own == family) continue;
       static std::set<std::string> warned;
       if (warned.insert(name).second)
-        TORCH_WARN("torch.tpu.compiler.custom_compiler_options: ", name, " is an option of another platform's XLA; ",
+        TORCH_WARN(warning_prefix(WarningCategory::kTorchTpu), "torch.tpu.compiler.custom_compiler_options: ", name, " is an option of another platform's XLA; ",
                    "ignored on ", info_.platform);
       return true;
     }

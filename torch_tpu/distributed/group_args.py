@@ -25,7 +25,6 @@ from __future__ import annotations
 import functools
 import inspect
 import urllib.parse
-import warnings
 
 import torch
 import torch.distributed as dist
@@ -33,6 +32,7 @@ import torch.distributed.distributed_c10d as c10d
 
 from .._import_hooks import is_marked, mark
 from . import BACKEND, join_job, tpu_is_accelerator
+from ..warning_categories import TORCH_TPU as _TORCH_TPU, warn as _warn
 
 
 def _entry(entry: str) -> str:
@@ -49,8 +49,8 @@ def tpu_backend(backend):
     new = None if text == "nccl" else ",".join(_entry(e) for e in text.split(","))
     read = f"{new!r}" if new else "the default for tpu (tpu_dist for tpu tensors, Gloo for cpu tensors)"
     # Python's default filter shows it once per calling line.
-    warnings.warn(f"torch_tpu: this torch has no NCCL; backend {backend!r} is read as {read}: "
-                  f"XLA's collectives carry tpu tensors", stacklevel=3)
+    _warn(f"torch_tpu: this torch has no NCCL; backend {backend!r} is read as {read}: "
+          f"XLA's collectives carry tpu tensors", category=_TORCH_TPU, stacklevel=3)
     return new
 
 
