@@ -172,13 +172,37 @@ def test_real_only_ops_refuse_complex_like_cpu(name, fn):
     if name in ("remainder", "fmod", "floor_divide", "trunc_divide"):
         cases.append((torch.tensor([True, False]), torch.tensor([True, True])))
     for a, b in cases:
-        # NotImplementedError (a RuntimeError), or RuntimeError where torch's
-        # own Python reference refuses first (floor division of complex).
+        # NotImplementedError (a RuntimeError): the type is checked for the
+        # rounded divisions below.
         for d in ("cpu", "tpu"):
-            with pytest.raises(RuntimeError, match="not (implemented|supported) for"):
+            with pytest.raises(RuntimeError, match="not implemented for"):
                 fn(a.to(d), b.to(d))
                 torch.tpu.synchronize()
     assert (torch.tensor([1.0, 3.0], device="tpu") < 2).cpu().tolist() == [True, False]
+
+
+@pytest.mark.parametrize("fn", [
+    lambda a, b: a // b,
+    lambda a, b: torch.floor_divide(a.real, 2j),
+    lambda a, b: torch.floor_divide(a.real.double(), 2j),
+    lambda a, b: torch.div(a.real, b, rounding_mode="floor"),
+    lambda a, b: torch.div(a, b, rounding_mode="trunc"),
+    lambda a, b: torch.div(a.real.double(), b, rounding_mode="floor"),
+    lambda a, b: a.floor_divide_(b),
+    lambda a, b: (a.real > 0) // (b.real > 0),
+    lambda a, b: torch.div(a.real > 0, b.real > 0, rounding_mode="trunc"),
+])
+def test_rounded_division_of_complex_or_bool_raises_cpus_error_type(fn):
+    # CPU and CUDA: NotImplementedError naming the rounding and the
+    # quotient's dtype; here torch's meta kernel raised a RuntimeError first
+    # ("torch.complex64 not supported for floor_divide").
+    a, b = torch.tensor([1 + 2j, 3 - 1j]), torch.tensor([2 + 0j, 1 + 1j])
+    with pytest.raises(NotImplementedError) as on_cpu:
+        fn(a.clone(), b)
+    want = str(on_cpu.value).replace("_cpu", "_tpu")
+    with pytest.raises(NotImplementedError) as on_tpu:
+        fn(a.to("tpu"), b.to("tpu"))
+    assert str(on_tpu.value).split("\n")[0] == want.split("\n")[0]
 
 
 def test_bincount_of_a_float_or_bool_tensor_raises_not_implemented_like_cpu():

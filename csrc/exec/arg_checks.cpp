@@ -2,6 +2,7 @@
 
 #include <ATen/Dispatch_v2.h>
 #include <ATen/MemoryOverlap.h>
+#include <ATen/ops/result_type.h>
 #include <c10/util/Exception.h>
 
 #include <cmath>
@@ -122,6 +123,25 @@ void check_values(const c10::FunctionSchema& schema, const std::vector<c10::IVal
                 "please call out-of-place version instead.",
                 elu ? "" : " File an issue at https://github.com/pytorch/pytorch if you do require supporting in-place "
                            "leakRelu backward calculation with negative slope");
+  } else if (which == ArgCheckPlan::kRoundedDiv) {
+    // Rounding a complex or bool quotient: CPU and CUDA have no kernel
+    // (NotImplementedError, "div_floor_cpu" not implemented for
+    // 'ComplexFloat'); PyTorch's meta kernel raised a RuntimeError of its own.
+    std::string mode = "floor";
+    if (schema.name() == "aten::div" || schema.name() == "aten::div_") {
+      const c10::IValue* m = find_arg(schema, args, "rounding_mode");
+      if (!m || !m->isString()) return;
+      mode = m->toStringRef();
+    }
+    // Named by the quotient's dtype, as CPU names it.
+    const c10::IValue* self = find_arg(schema, args, "self");
+    const c10::IValue* other = find_arg(schema, args, "other");
+    if (!self || !other || !self->isTensor()) return;
+    at::ScalarType quotient = other->isTensor() ? at::result_type(self->toTensor(), other->toTensor())
+                              : other->isScalar() ? at::result_type(self->toTensor(), other->toScalar())
+                                                  : self->toTensor().scalar_type();
+    TORCH_CHECK_NOT_IMPLEMENTED(!at::isComplexType(quotient) && quotient != at::kBool, "\"div_", mode, "_tpu\" not implemented for '",
+                                c10::toString(quotient), "'");
   } else if (which == ArgCheckPlan::kBernoulli) {
     const c10::IValue* p = find_arg(schema, args, "p");
     if (!p || !p->isDouble()) return;  // a tensor p would need a device read
@@ -158,6 +178,9 @@ ArgCheckPlan plan_arg_checks(const c10::FunctionSchema& schema) {
     p.values = ArgCheckPlan::kPow;
   } else if (op == "aten::renorm" || op == "aten::renorm_") {
     p.values = ArgCheckPlan::kRenorm;
+  } else if (op == "aten::floor_divide" || op == "aten::floor_divide_" ||
+             ((op == "aten::div" || op == "aten::div_") && schema.overload_name().find("mode") != std::string::npos)) {
+    p.values = ArgCheckPlan::kRoundedDiv;
   } else if (op == "aten::elu_backward" || op == "aten::leaky_relu_backward") {
     p.values = ArgCheckPlan::kSlopeBackward;
   }

@@ -5,6 +5,8 @@
 // Also the checks of Scalar values that C++ meta functions make (pow's
 // integer exponent, renorm's norms, elu/leaky_relu backward's slope): the
 // meta kernel runs once per program, and a Scalar is a runtime operand.
+// And the dtypes CPU's rounded division refuses (complex, bool), with CPU's error
+// type, where PyTorch's meta raises a RuntimeError.
 // They run on every call, before the program cache lookup, so a cached
 // program never skips them.
 #pragma once
@@ -22,7 +24,7 @@ namespace torch_tpu::exec {
 struct ArgCheckPlan {
   bool out_overlap = false;   // has out= arguments
   bool full_overlap = false;  // ... and its CPU kernel rejects an out= that is an input
-  enum Values : uint8_t { kNone, kUniform, kFill, kBernoulli, kCat, kPow, kRenorm, kSlopeBackward } values = kNone;
+  enum Values : uint8_t { kNone, kUniform, kFill, kBernoulli, kCat, kPow, kRenorm, kSlopeBackward, kRoundedDiv } values = kNone;
   bool any() const { return out_overlap || values != kNone; }
 };
 ArgCheckPlan plan_arg_checks(const c10::FunctionSchema& schema);
