@@ -323,6 +323,13 @@ def collectives(destroy=True):
     if on_own != [torch.device("tpu:0")] * 5 or torch.tpu.current_device() != 0 \
             or moved.cpu().tolist() != [0, 1, 2] or torch.tpu.memory_allocated(own) != torch.tpu.memory_allocated(0):
         FAILS.append(f"tpu:{RANK} (the local rank) is not tpu:0: {on_own}, current {torch.tpu.current_device()}")
+    # and a tensor already there is returned, not copied, as CUDA's .to("cuda:<local rank>") returns it
+    for to_own in (lambda t: t.to(own), lambda t: t.to(f"tpu:{RANK}"), lambda t: t.to(RANK),
+                   lambda t: t.to(device=own, dtype=t.dtype)):
+        if to_own(made) is not made:
+            FAILS.append(f".to(tpu:{RANK}) of a tensor on tpu:0 copied it")
+    if made.to(own, copy=True) is made or made.to(own, dtype=torch.float64).dtype != torch.float64:
+        FAILS.append(".to(tpu:<local rank>, copy=True / another dtype) did not copy")
     # any other index: the error says each process owns tpu:0
     try:
         torch.ones(1, device=f"tpu:{W}")
