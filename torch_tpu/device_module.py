@@ -34,11 +34,7 @@ __all__ = [
 from .amp import get_amp_supported_dtype  # noqa: E402
 from . import amp  # noqa: E402
 from . import modes as _modes  # noqa: E402
-from . import pallas  # noqa: E402  (torch.tpu.pallas.jax_op)
 from . import xla_options as _xla_options  # noqa: E402
-
-# `from torch.tpu.pallas import jax_op`: the module is ours, under the reference's name.
-sys.modules.setdefault("torch.tpu.pallas", pallas)
 from .modes import EagerMode, get_eager_mode, mark_step, set_eager_mode  # noqa: E402
 from .streams import (  # noqa: E402
     Event, Stream, StreamContext, current_stream, default_stream, set_stream, stream,
@@ -520,7 +516,7 @@ __path__ = [os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_tpu_
 
 
 # The reference's submodules of torch.tpu, each a file in torch_tpu_names/.
-_SUBMODULES = ("distributed", "compiler", "ops", "optimizers", "profiler")
+_SUBMODULES = ("distributed", "compiler", "ops", "optimizers", "pallas", "profiler")
 
 
 def __getattr__(name: str):

@@ -29,6 +29,14 @@ import torch
 __all__ = ["trace"]
 
 
+def finish_pending() -> None:
+    """Waits for the tpu work issued so far (none before the device starts),
+    so that an XLA trace started or stopped now holds exactly what ran in
+    between (trace() here, profiler_capture.py's torch.profiler cycles)."""
+    if torch.tpu.is_initialized():
+        torch.tpu.synchronize()
+
+
 @contextlib.contextmanager
 def trace(logdir: str, create_perfetto_link: bool = False):
     """Context manager: XLA's trace of everything run inside, written under
@@ -36,10 +44,9 @@ def trace(logdir: str, create_perfetto_link: bool = False):
     finished on entry and on exit, so the trace holds exactly the block."""
     import jax
 
-    if torch.tpu.is_initialized():
-        torch.tpu.synchronize()
+    finish_pending()
     with jax.profiler.trace(logdir, create_perfetto_link=create_perfetto_link):
         try:
             yield
         finally:
-            torch.tpu.synchronize()
+            finish_pending()

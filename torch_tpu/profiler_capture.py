@@ -24,20 +24,14 @@ import socket
 import tempfile
 import threading
 
-import torch
+
+from .profiler import finish_pending
 
 __all__ = ["install"]
 
 _lock = threading.Lock()
 _installed = False
 _ATTR = "_torch_tpu_xplane_capture"
-
-
-def _sync() -> None:
-    # Pending tpu work belongs to the cycle it was issued in: finish it at
-    # both ends, as torch_tpu.profiler.trace does.
-    if torch.tpu.is_initialized():
-        torch.tpu.synchronize()
 
 
 class _Capture:
@@ -55,7 +49,7 @@ class _Capture:
         if config.experimental_options:
             options.advanced_configuration = dict(config.experimental_options)
         self._tmp = tempfile.mkdtemp(prefix="torch_tpu_xplane_")
-        _sync()
+        finish_pending()
         try:
             jax.profiler.start_trace(self._tmp, profiler_options=options)
         except RuntimeError as exc:
@@ -68,7 +62,7 @@ class _Capture:
         import jax.profiler
 
         try:
-            _sync()
+            finish_pending()
         finally:
             jax.profiler.stop_trace()
         try:

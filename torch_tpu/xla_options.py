@@ -18,9 +18,9 @@ __all__ = ["custom_compiler_options", "get_allow_excess_precision", "set_allow_e
 
 def _flush() -> None:
     # Fused Eager's pending ops belong to the side of the block edge they
-    # were issued on: run them before the options change.
-    if _C._runtime_started():
-        _C._mark_step()
+    # were issued on: run them before the options change (a no-op before
+    # the device starts).
+    _C._mark_step()
 
 
 def _option_value(name: str, value: object) -> str:

@@ -39,15 +39,20 @@ void update_id_locked() {
 
 }  // namespace
 
+std::optional<int> xla_effort_level(const std::string& value) {
+  if (value.size() != 2 || value[0] != 'O' || value[1] < '0' || value[1] > '3') return std::nullopt;
+  return 10 * (value[1] - '0') + 9;  // O0 = 9, O1 = 19, O2 = 29, O3 = 39
+}
+
 void push_compiler_options(const std::vector<XlaOption>& options) {
   for (const auto& [name, value] : options)
     TORCH_CHECK_VALUE(name.rfind("xla_", 0) == 0, "torch.tpu.compiler.custom_compiler_options: '", name,
                       "' is not an XLA option (their names start with 'xla_')");
   for (const auto& [name, value] : options)
-    TORCH_CHECK_VALUE(
-        (name != "xla_optimization_level" && name != "xla_memory_fitting_level") ||
-            (value.size() == 2 && value[0] == 'O' && value[1] >= '0' && value[1] <= '3'),
-        "torch.tpu.compiler.custom_compiler_options: ", name, " takes 'O0', 'O1', 'O2' or 'O3', got '", value, "'");
+    TORCH_CHECK_VALUE((name != "xla_optimization_level" && name != "xla_memory_fitting_level") ||
+                          xla_effort_level(value),
+                      "torch.tpu.compiler.custom_compiler_options: ", name, " takes 'O0', 'O1', 'O2' or 'O3', got '",
+                      value, "'");
   std::lock_guard<std::mutex> lock(g_mutex);
   g_blocks.push_back(options);
   update_id_locked();

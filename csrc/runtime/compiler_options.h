@@ -27,6 +27,10 @@ void push_compiler_options(const std::vector<XlaOption>& options);
 // Closes the innermost block (no-op when none is open).
 void pop_compiler_options();
 
+// XLA's EffortLevel (xla.proto) for "O0".."O3", the values of
+// xla_optimization_level and xla_memory_fitting_level; nullopt for others.
+std::optional<int> xla_effort_level(const std::string& value);
+
 // `allow_excess_precision`: set (true/false) or unset (std::nullopt: the
 // XLA_FLAGS value, else the platform's default).
 void set_allow_excess_precision(std::optional<bool> allow);

@@ -18,7 +18,6 @@
 #include <cstring>
 #include <functional>
 #include <list>
-#include <map>
 #include <set>
 #include <mutex>
 #include <optional>
@@ -629,7 +628,7 @@ class XlaRuntime final : public Runtime {
       if (other_platforms_option(name)) continue;
       if (name == "xla_optimization_level" || name == "xla_memory_fitting_level") {
         // Not debug options: fields of the build options, as jax sets them.
-        build.attr(name.substr(4).c_str()) = effort_level(name, value);
+        build.attr(name.substr(4).c_str()) = *xla_effort_level(value);  // checked when the block opened
       } else if (value == "true" || value == "True" || value == "false" || value == "False") {
         overrides.append(py::make_tuple(name, py::bool_(value[0] == 't' || value[0] == 'T')));  // XLA parses no "true"
       } else {
@@ -654,14 +653,6 @@ class XlaRuntime final : public Runtime {
       return true;
     }
     return false;
-  }
-  // XLA's EffortLevel for "O0".."O3" (xla.proto).
-  static int effort_level(const std::string& name, const std::string& value) {
-    static const std::map<std::string, int> levels{{"O0", 9}, {"O1", 19}, {"O2", 29}, {"O3", 39}};
-    auto it = levels.find(value);
-    TORCH_CHECK_VALUE(it != levels.end(), "torch.tpu.compiler.custom_compiler_options: ", name,
-                      " takes 'O0', 'O1', 'O2' or 'O3', got '", value, "'");
-    return it->second;
   }
 
   py::object compile_options(int device) {

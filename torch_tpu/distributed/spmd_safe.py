@@ -19,14 +19,9 @@ from typing import Any, Callable, TypeVar
 
 import torch
 
+from ..modes import mark_step
+
 _F = TypeVar("_F", bound=Callable[..., Any])
-
-
-def _run_pending() -> None:
-    import torch_tpu  # the device is up once tpu tensors reach the function
-
-    if torch_tpu._C._runtime_started():
-        torch_tpu.mark_step()
 
 
 def spmd_safe(func: _F) -> _F:
@@ -39,9 +34,9 @@ def spmd_safe(func: _F) -> _F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         if torch.compiler.is_compiling():
             return func(*args, **kwargs)
-        _run_pending()
+        mark_step()  # a no-op before the device starts
         result = func(*args, **kwargs)
-        _run_pending()
+        mark_step()
         return result
 
     return wrapper  # type: ignore[return-value]
