@@ -29,6 +29,9 @@ __all__ = [
     "Stream", "Event", "current_stream", "default_stream", "set_stream", "stream", "StreamContext",
     "eager_mode", "get_eager_mode", "set_eager_mode", "EagerMode", "mark_step",
     "compile_cache_stats", "clear_compile_cache", "pallas", "topology_aware_mesh",
+    "is_current_stream_capturing", "random", "nvtx",
+    "BFloat16Tensor", "BoolTensor", "ByteTensor", "CharTensor", "DoubleTensor",
+    "FloatTensor", "HalfTensor", "IntTensor", "LongTensor", "ShortTensor",
 ]
 
 from .amp import get_amp_supported_dtype  # noqa: E402
@@ -39,6 +42,18 @@ from .modes import EagerMode, get_eager_mode, mark_step, set_eager_mode  # noqa:
 from .streams import (  # noqa: E402
     Event, Stream, StreamContext, current_stream, default_stream, set_stream, stream,
 )
+from .legacy_tensor_types import (  # noqa: E402
+    BFloat16Tensor, BoolTensor, ByteTensor, CharTensor, DoubleTensor,
+    FloatTensor, HalfTensor, IntTensor, LongTensor, ShortTensor,
+)
+
+
+def is_current_stream_capturing() -> bool:
+    """False: a tpu stream is never being captured into a graph, as torch.cuda's
+    answer outside CUDA graph capture (torch.compile's replay is how a tpu
+    program is captured, docs/design.md "Capture and replay")."""
+    return False
+
 
 OutOfMemoryError = torch.OutOfMemoryError
 
@@ -261,8 +276,8 @@ def get_rng_state_all() -> list[torch.Tensor]:
     return [get_rng_state(i) for i in range(device_count())]
 
 
-def set_rng_state_all(states) -> None:
-    for i, s in enumerate(states):
+def set_rng_state_all(new_states) -> None:
+    for i, s in enumerate(new_states):
         set_rng_state(s, i)
 
 
@@ -516,7 +531,8 @@ __path__ = [os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_tpu_
 
 
 # The reference's submodules of torch.tpu, each a file in torch_tpu_names/.
-_SUBMODULES = ("distributed", "compiler", "ops", "optimizers", "pallas", "profiler")
+# `random` and `nvtx` are torch.cuda's, for scripts written for CUDA.
+_SUBMODULES = ("distributed", "compiler", "ops", "optimizers", "pallas", "profiler", "random", "nvtx")
 
 
 def __getattr__(name: str):
