@@ -63,6 +63,7 @@ from .compile_log import recompile_log  # noqa: E402
 dynamo_backend.install()  # torch.compile(..., backend="tpu")
 
 from .jax_op import jax_op  # noqa: E402
+from . import control_flow  # noqa: E402,F401  (scan and while_loop on tpu as one stablehlo.while)
 from .stablehlo_export import export  # noqa: E402
 from .roofline import estimate  # noqa: E402
 from . import profiler  # noqa: E402  (torch_tpu.profiler.trace)

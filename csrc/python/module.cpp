@@ -33,6 +33,7 @@ void init_replay_bindings(py::module& m);  // replay_bindings.cpp
 void init_jax_op_bindings(py::module& m);  // jax_op_bindings.cpp
 void init_tool_bindings(py::module& m);  // tool_bindings.cpp
 void init_exit_bindings(py::module& m);  // exit_bindings.cpp
+void init_region_bindings(py::module& m);  // region_bindings.cpp
 void init_distributed_bindings(py::module& m);  // distributed/bindings.cpp
 
 PYBIND11_MODULE(_C, m) {
@@ -44,6 +45,7 @@ PYBIND11_MODULE(_C, m) {
   init_jax_op_bindings(m);
   init_tool_bindings(m);
   init_exit_bindings(m);
+  init_region_bindings(m);
   init_distributed_bindings(m);
   m.def("_device_count", [] { return static_cast<int>(device::device_count()); });
   m.def("_runtime_started", [] { return runtime::started(); });

@@ -40,6 +40,7 @@
 #include "runtime/modes.h"
 #include "runtime/profiling.h"
 #include "runtime/recompile_log.h"
+#include "runtime/regions.h"
 
 namespace torch_tpu::runtime {
 namespace py = pybind11;
@@ -168,6 +169,7 @@ class LazyBuffer final : public DeviceBuffer {
   int op, out;
   BufferRef real;                // once its trace ran
   std::string error;             // if its trace failed
+  int region_arg = -1;           // a loop body's placeholder (regions.h): its input index
 };
 
 struct TraceInput {
@@ -223,6 +225,17 @@ struct Trace {
   std::vector<std::shared_ptr<const CapturedOps>> replays;
   // Compiled whole, never split (keep_trace_whole, modes.h).
   bool keep_whole = false;
+  // A loop body being recorded (regions.h): never runs.
+  bool region = false;
+  std::string region_broken;  // why it cannot be a loop body
+};
+
+// A region being recorded, and what it set aside.
+struct Region {
+  int device = 0;
+  std::shared_ptr<Trace> trace;
+  std::shared_ptr<Trace> saved;  // the device's pending trace
+  std::vector<PendingCheck> saved_checks;
 };
 
 // A capture in progress (capture_begin .. capture_end): the first trace of
@@ -267,7 +280,9 @@ class ModeRuntime final : public Runtime {
     const auto& prog = static_cast<const OpProgram&>(exe_base);
     RuntimeLock lock;
     EagerMode mode = eager_mode();
-    if (capture_) {
+    const bool in_region = !regions_.empty() && regions_.back().device == prog.device();
+    if (in_region) mode = EagerMode::kFused;  // a loop body is recorded, whatever the mode
+    else if (capture_) {
       if (std::this_thread::get_id() != capture_->thread)
         capture_->refuse("another thread ran tpu ops while the graph was captured");
       else if (mode != EagerMode::kFused)
@@ -303,6 +318,12 @@ class ModeRuntime final : public Runtime {
         op.inputs.push_back(TraceInput{-1, lazy->op, lazy->out});
         continue;
       }
+      // A loop body's placeholder, or a value of the trace set aside:
+      // parameters of the body, never computed here.
+      if (trace->region && lazy != nullptr && (lazy->trace || lazy->region_arg >= 0)) {
+        op.inputs.push_back(TraceInput{trace->add_param(a), -1, -1});
+        continue;
+      }
       op.inputs.push_back(TraceInput{trace->add_param(resolve(a)), -1, -1});
     }
     int index = static_cast<int>(trace->ops.size());
@@ -316,7 +337,7 @@ class ModeRuntime final : public Runtime {
     trace->ops.push_back(std::move(op));
     ++g_stats.pending_ops;
     // A bound on program size (and on how long values stay deferred).
-    if (static_cast<int>(trace->ops.size()) >= max_ops_) flush(prog.device());
+    if (!trace->region && static_cast<int>(trace->ops.size()) >= max_ops_) flush(prog.device());
     return outs;
   }
 
@@ -462,6 +483,10 @@ class ModeRuntime final : public Runtime {
   void flush(int device) {
     auto it = pending_.find(device);
     if (it == pending_.end() || !it->second) return;
+    if (it->second->region) {  // a loop body never runs on its own
+      if (it->second->region_broken.empty()) it->second->region_broken = "the loop body synchronized or marked a step";
+      return;
+    }
     std::shared_ptr<Trace> trace = std::move(it->second);
     pending_.erase(it);  // ops issued from here on start a new trace
     g_stats.pending_ops -= static_cast<int64_t>(trace->ops.size());
@@ -478,6 +503,11 @@ class ModeRuntime final : public Runtime {
   BufferRef resolve(const BufferRef& buf) {
     auto* lazy = dynamic_cast<LazyBuffer*>(buf.get());
     if (lazy == nullptr) return buf;
+    if (lazy->trace && lazy->trace->region) {
+      if (lazy->trace->region_broken.empty()) lazy->trace->region_broken = "the loop body read a value on the host";
+      TORCH_CHECK(false, "torch_tpu: a loop body read a tensor's value on the host");
+    }
+    TORCH_CHECK(lazy->region_arg < 0, "torch_tpu: internal error: a loop body's placeholder was read outside its body");
     if (lazy->trace) {
       auto it = pending_.find(lazy->device());
       if (it != pending_.end() && it->second == lazy->trace) {
@@ -549,6 +579,8 @@ class ModeRuntime final : public Runtime {
 
   std::vector<BufferRef> defer_replay(const std::shared_ptr<const CapturedOps>& cops,
                                       const std::vector<BufferRef>& params, int device) {
+    if (!regions_.empty() && regions_.back().device == device && regions_.back().trace->region_broken.empty())
+      regions_.back().trace->region_broken = "a compiled graph ran in the loop body";
     if (auto it = pending_.find(device); it != pending_.end() && it->second) {
       const Trace& t = *it->second;
       bool again = std::find(t.replays.begin(), t.replays.end(), cops) != t.replays.end();
@@ -660,6 +692,76 @@ class ModeRuntime final : public Runtime {
       track(exe.device(), outs);
     }
     return outs;
+  }
+
+  // ---- loop bodies (regions.h) ----
+  void region_begin(int device) {
+    Region r;
+    r.device = device;
+    if (auto it = pending_.find(device); it != pending_.end()) {
+      r.saved = std::move(it->second);
+      pending_.erase(it);
+    }
+    r.saved_checks = take_checks(device);
+    r.trace = std::make_shared<Trace>();
+    r.trace->device = device;
+    r.trace->region = true;
+    pending_[device] = r.trace;
+    regions_.push_back(std::move(r));
+  }
+
+  RegionTrace region_end(int device, const std::vector<BufferRef>& outputs) {
+    Region r = pop_region(device);
+    std::vector<PendingCheck> flags = take_checks(device);
+    restore_checks(device, std::move(r.saved_checks));
+    const Trace& t = *r.trace;
+    RegionTrace out;
+    out.refused = t.region_broken;
+    // Flags would be a loop's per-step results, which the loop drops.
+    if (out.refused.empty() && !flags.empty())
+      out.refused = "an op in the loop body checks its data on the device (an index, an integer division)";
+    std::vector<std::shared_ptr<LazyBuffer>> live;
+    for (const auto& o : outputs) {
+      if (!out.refused.empty()) break;
+      auto lazy = std::dynamic_pointer_cast<LazyBuffer>(o);
+      if (!lazy || lazy->trace != r.trace) out.refused = "a result of the loop body is not computed by it";
+      else live.push_back(std::move(lazy));
+    }
+    if (out.refused.empty()) {
+      out.text = module_text(t, live);
+      for (const auto& p : t.params) {
+        auto* lazy = dynamic_cast<LazyBuffer*>(p.get());
+        int arg = lazy != nullptr ? lazy->region_arg : -1;
+        out.param_arg.push_back(arg);
+        out.param_types.push_back(p->type());
+        if (arg < 0) out.outside.push_back(as_array(p));
+      }
+      for (const auto& b : live) out.result_types.push_back(b->type());
+    }
+    forget_region(r);
+    return out;
+  }
+
+  // Values reach the loop as tensors, whose storages hold 1-D buffers; an
+  // uploaded scalar operand (rank 0, made on the host) is uploaded again as
+  // a one-element array (read through the XLA runtime itself: not a value
+  // read by the graph, so a capture around the loop stays replayable).
+  BufferRef as_array(const BufferRef& p) {
+    if (p->type().rank() == 1) return p;
+    auto* lazy = dynamic_cast<LazyBuffer*>(p.get());
+    TORCH_CHECK(lazy == nullptr || lazy->real, "torch_tpu: internal error: a loop body read a deferred ",
+                p->type().str());
+    BufferRef real = lazy != nullptr ? lazy->real : p;
+    std::vector<uint8_t> bytes(byte_size(real->type()));
+    inner_.to_host(real, bytes.data(), bytes.size());
+    return inner_.to_device(bytes.data(), hlo::TensorType{real->type().element, {real->type().numel()}}, p->device());
+  }
+
+  void region_abort(int device) {
+    Region r = pop_region(device);
+    take_checks(device);
+    restore_checks(device, std::move(r.saved_checks));
+    forget_region(r);
   }
 
   void keep_whole(int device) {
@@ -1108,6 +1210,26 @@ class ModeRuntime final : public Runtime {
     if (device >= static_cast<int>(in_flight_.size())) in_flight_.resize(device + 1);
     return in_flight_[device];
   }
+  Region pop_region(int device) {
+    TORCH_CHECK(!regions_.empty() && regions_.back().device == device,
+                "torch_tpu: internal error: no loop body is being recorded on tpu:", device);
+    Region r = std::move(regions_.back());
+    regions_.pop_back();
+    pending_.erase(device);
+    if (r.saved) pending_[device] = r.saved;
+    return r;
+  }
+  // The region's values never get computed: reading one raises.
+  static void forget_region(Region& r) {
+    g_stats.pending_ops -= static_cast<int64_t>(r.trace->ops.size());
+    for (auto& op : r.trace->ops)
+      for (auto& w : op.outs)
+        if (auto b = w.lock()) {
+          b->trace.reset();
+          b->error = "torch_tpu: a value computed inside a loop body was read outside it";
+        }
+  }
+
   void track(int device, const std::vector<BufferRef>& outs) {
     auto& v = in_flight(device);
     if (v.size() >= prune_at_) {  // amortised: drop the dropped ones
@@ -1131,6 +1253,7 @@ class ModeRuntime final : public Runtime {
   std::unordered_map<std::string, ExecutableRef> flag_programs_;  // first_failed's programs, by device and size
   std::unordered_map<int, BufferRef> passing_flags_;             // its padding, by device
   std::unique_ptr<Capture> capture_;
+  std::vector<Region> regions_;  // loop bodies being recorded, innermost last
   struct SequenceHistory {
     int64_t count = 0;
     std::vector<int64_t> ids;  // op program ids of its last compile
@@ -1280,6 +1403,28 @@ BufferRef recycled_or_new(const hlo::TensorType& type, int device) {
 ExecutableRef compile_with_aliases(const std::string& text, const Aliases& aliases, int device) {
   RuntimeLock lock;
   return g_modes->compile_with_aliases(text, aliases, device);
+}
+
+void region_begin(int device) {
+  (void)get();
+  RuntimeLock lock;
+  g_modes->region_begin(device);
+}
+
+BufferRef region_placeholder(const hlo::TensorType& type, int device, int index) {
+  auto b = std::make_shared<LazyBuffer>(type, device, nullptr, -1, -1);
+  b->region_arg = index;
+  return b;
+}
+
+RegionTrace region_end(int device, const std::vector<BufferRef>& outputs) {
+  RuntimeLock lock;
+  return g_modes->region_end(device, outputs);
+}
+
+void region_abort(int device) {
+  RuntimeLock lock;
+  g_modes->region_abort(device);
 }
 
 std::unique_ptr<Runtime> make_mode_runtime(Runtime& inner) {

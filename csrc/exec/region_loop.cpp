@@ -1,0 +1,136 @@
+#include "exec/region_loop.h"
+
+#include <c10/util/Exception.h>
+
+#include <functional>
+
+#include "hlo/builder.h"
+#include "hlo/embed.h"
+#include "hlo/ops.h"
+
+namespace torch_tpu::exec {
+namespace {
+
+using hlo::TensorType;
+using hlo::Value;
+
+std::vector<Value> parameters(hlo::Builder& b, const std::vector<TensorType>& types) {
+  std::vector<Value> out;
+  for (const auto& t : types) out.push_back(b.parameter(t));
+  return out;
+}
+
+// The body's operands: each parameter of its module is a placeholder (the
+// `index`-th loop input, `arg(index)`) or the next value read from outside.
+std::vector<Value> body_operands(const runtime::RegionTrace& body, const std::function<Value(int)>& arg,
+                                 std::vector<Value>::const_iterator outside) {
+  std::vector<Value> ops;
+  for (size_t p = 0; p < body.param_arg.size(); ++p) {
+    int a = body.param_arg[p];
+    // Outside values come as 1-D arrays (regions.h); a scalar operand is rank 0 in the body.
+    ops.push_back(a >= 0 ? arg(a) : hlo::reshape(*outside++, body.param_types[p].dims));
+  }
+  return ops;
+}
+
+void check_carries(const runtime::RegionTrace& body, const std::vector<TensorType>& carries, const char* op) {
+  TORCH_CHECK(body.result_types.size() >= carries.size(), "torch_tpu: ", op, ": the body returned ",
+              body.result_types.size(), " values for ", carries.size(), " carried ones");
+  for (size_t k = 0; k < carries.size(); ++k)
+    TORCH_CHECK(body.result_types[k] == carries[k], "torch_tpu: ", op, ": carried value ", k, " is ",
+                carries[k].str(), " but the body returns ", body.result_types[k].str());
+}
+
+}  // namespace
+
+std::string scan_module(const runtime::RegionTrace& body, const std::vector<TensorType>& carries,
+                        const std::vector<TensorType>& x_slices, const std::vector<TensorType>& additional,
+                        int64_t length) {
+  check_carries(body, carries, "scan");
+  const size_t m = carries.size(), n = x_slices.size(), p = additional.size(), q = body.outside.size();
+  const size_t r = body.result_types.size() - m;
+  hlo::Builder b;
+  std::vector<TensorType> x_types;
+  for (const auto& t : x_slices) x_types.push_back(TensorType{t.element, {t.numel() * length}});
+  std::vector<TensorType> outside_types;
+  for (const auto& o : body.outside) outside_types.push_back(o->type());
+  auto init = parameters(b, carries);
+  auto xs = parameters(b, x_types);
+  auto adds = parameters(b, additional);
+  auto outs = parameters(b, outside_types);
+  // State: step, carries, ys so far, then the loop invariants.
+  std::vector<Value> state{hlo::constant_int(b, hlo::ElementType::kI64, 0)};
+  state.insert(state.end(), init.begin(), init.end());
+  for (size_t j = 0; j < r; ++j) {
+    const TensorType& y = body.result_types[m + j];
+    state.push_back(hlo::full(b, y.element, {y.numel() * length}, 0));
+  }
+  for (auto* group : {&xs, &adds, &outs}) state.insert(state.end(), group->begin(), group->end());
+  auto res = hlo::while_loop(
+      state,
+      [&](const std::vector<Value>& s) {
+        return hlo::compare(s[0], hlo::constant_int(s[0].builder(), hlo::ElementType::kI64, length), "LT");
+      },
+      [&](const std::vector<Value>& s) {
+        hlo::Builder& rb = s[0].builder();
+        Value i = s[0];
+        auto at = [&](int64_t numel) { return hlo::mul(i, hlo::constant_int(rb, hlo::ElementType::kI64, numel)); };
+        const size_t x0 = 1 + m + r, a0 = x0 + n, o0 = a0 + p;
+        auto arg = [&](int a) -> Value {
+          size_t k = static_cast<size_t>(a);
+          if (k < m) return s[1 + k];
+          if (k < m + n) return hlo::dynamic_slice(s[x0 + k - m], {at(x_slices[k - m].numel())}, {x_slices[k - m].numel()});
+          return s[a0 + k - m - n];
+        };
+        std::vector<Value> outside_vals(s.begin() + o0, s.begin() + o0 + q);
+        auto got = hlo::call_embedded(rb, hlo::embed_module(body.text, "scan_body_"), "tpu.scan_body",
+                                      body_operands(body, arg, outside_vals.cbegin()), body.result_types);
+        std::vector<Value> next{hlo::add(i, hlo::constant_int(rb, hlo::ElementType::kI64, 1))};
+        next.insert(next.end(), got.begin(), got.begin() + m);
+        for (size_t j = 0; j < r; ++j)
+          next.push_back(hlo::dynamic_update_slice(s[1 + m + j], got[m + j], {at(body.result_types[m + j].numel())}));
+        next.insert(next.end(), s.begin() + x0, s.end());
+        return next;
+      });
+  std::vector<Value> results(res.begin() + 1, res.begin() + 1 + m + r);
+  return b.module_text(results);
+}
+
+std::string while_module(const runtime::RegionTrace& cond, const runtime::RegionTrace& body,
+                         const std::vector<TensorType>& carried, const std::vector<TensorType>& additional) {
+  check_carries(body, carried, "while_loop");
+  TORCH_CHECK(body.result_types.size() == carried.size(), "torch_tpu: while_loop: the body returned ",
+              body.result_types.size(), " values for ", carried.size(), " carried ones");
+  TORCH_CHECK(cond.result_types.size() == 1 && cond.result_types[0].numel() == 1 &&
+                  cond.result_types[0].element == hlo::ElementType::kPred,
+              "torch_tpu: while_loop: cond_fn must return a one-element bool tensor");
+  const size_t m = carried.size(), p = additional.size(), qc = cond.outside.size();
+  hlo::Builder b;
+  std::vector<TensorType> outside_types;
+  for (const auto* t : {&cond, &body})
+    for (const auto& o : t->outside) outside_types.push_back(o->type());
+  std::vector<Value> state = parameters(b, carried);
+  for (auto& v : parameters(b, additional)) state.push_back(v);
+  for (auto& v : parameters(b, outside_types)) state.push_back(v);
+  // Placeholders: the carried values, then the additional ones (the state's order).
+  auto arg_of = [](const std::vector<Value>& s) { return [&s](int a) -> Value { return s[a]; }; };
+  auto res = hlo::while_loop(
+      state,
+      [&](const std::vector<Value>& s) {
+        hlo::Builder& rb = s[0].builder();
+        auto got = hlo::call_embedded(rb, hlo::embed_module(cond.text, "while_cond_"), "tpu.while_cond",
+                                      body_operands(cond, arg_of(s), s.cbegin() + m + p), cond.result_types);
+        return hlo::reshape(got[0], {});
+      },
+      [&](const std::vector<Value>& s) {
+        hlo::Builder& rb = s[0].builder();
+        auto got = hlo::call_embedded(rb, hlo::embed_module(body.text, "while_body_"), "tpu.while_body",
+                                      body_operands(body, arg_of(s), s.cbegin() + m + p + qc), body.result_types);
+        std::vector<Value> next(got.begin(), got.end());
+        next.insert(next.end(), s.begin() + m, s.end());
+        return next;
+      });
+  return b.module_text(std::vector<Value>(res.begin(), res.begin() + m));
+}
+
+}  // namespace torch_tpu::exec

@@ -1,0 +1,223 @@
+"""torch's `scan` and `while_loop` on tpu tensors as one `stablehlo.while`
+(docs/design.md, "Loops as one stablehlo.while").
+
+torch runs these higher-order ops, eagerly and inside a `torch.compile` graph
+alike, through their dense kernels: a Python loop calling the body once per
+step. On tpu that unrolls a scan into its steps' ops (a program that grows
+with the length) and reads a while_loop's predicate on the host at every
+step. Here the body runs once, on placeholders, while the C++ runtime records
+its ops (runtime/regions.h); the engine builds the loop program around the
+recorded body (exec/region_loop.h), and the loop runs as one op of the
+`tpu_jax` library whose program text is that module. A body the loop cannot
+hold (it reads a value on the host, checks data on the device, draws random
+numbers, needs gradients) runs through torch's dense kernel as before.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from typing import Any, Sequence
+
+import torch
+from torch._C import DispatchKey
+from torch._higher_order_ops.scan import scan_op, scan_op_dense
+from torch._higher_order_ops.while_loop import while_loop_dense, while_loop_op
+
+from . import _C
+from .jax_op import _TORCH_TO_JAX, JaxOp
+
+_EAGER_FUSED = 2  # runtime::EagerMode::kFused
+# TORCH_TPU_LOOPS=0: every scan and while_loop runs through torch's dense kernels (to compare).
+_ENABLED = os.environ.get("TORCH_TPU_LOOPS", "1") != "0"
+_EAGER_DEBUG = 1
+
+# spec -> (module text, [(shape, jax dtype name)] of the 1-D results). Kept for
+# the process: the engine asks again for the text when its program cache
+# dropped the program.
+_PROGRAMS: dict[str, tuple[str, list]] = {}
+
+
+class _LoopOp(JaxOp):
+    """`tpu_jax::tpu_loop(Tensor[] tensors, str spec) -> Tensor[]`: runs the
+    module registered under `spec`. Called below autograd only."""
+
+    def __init__(self):
+        super().__init__("tpu_loop", None, _flat=lambda spec: None)
+
+    def eval_shape(self, spec: str, avals):
+        return _PROGRAMS[spec][1]
+
+    def lower(self, spec: str, avals) -> str:
+        return _PROGRAMS[spec][0]
+
+
+_LOOP = _LoopOp()
+stats = {"loops": 0, "dense": 0}  # loops run as one program, bodies refused (tests)
+last_refusal = ""
+
+
+def _run(text: str, operands: list[torch.Tensor], results: list[tuple[torch.Size, torch.dtype]]):
+    spec = "loop:" + hashlib.sha1(text.encode()).hexdigest()
+    if spec not in _PROGRAMS:
+        _PROGRAMS[spec] = (text, [((_numel(s),), _TORCH_TO_JAX[dt]) for s, dt in results])
+    flat = _LOOP.op(operands, spec)
+    stats["loops"] += 1
+    return [f.view(s) for f, (s, _) in zip(flat, results)]
+
+
+def _numel(shape) -> int:
+    n = 1
+    for s in shape:
+        n *= int(s)
+    return n
+
+
+def _flat(t: torch.Tensor) -> torch.Tensor:
+    """The tensor as a fresh-enough 1-D array: its storage holds exactly its elements."""
+    t = t.contiguous()
+    if t.storage_offset() != 0 or t.untyped_storage().nbytes() != t.numel() * t.element_size():
+        t = t.clone()
+    return t.view(-1)
+
+
+def _refusal(tensors: Sequence[Any]) -> str:
+    """Why these loop inputs run densely, or ''."""
+    if not _ENABLED:
+        return "TORCH_TPU_LOOPS=0"
+    for t in tensors:
+        if not isinstance(t, torch.Tensor):
+            return f"a loop input is a {type(t).__name__}, not a tensor"
+    if not tensors or any(t.device.type != "tpu" for t in tensors):
+        return "not every loop input is a tpu tensor"
+    if len({t.device for t in tensors}) != 1:
+        return "loop inputs on several devices"
+    if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
+        return "a loop input requires grad"
+    if any(t.dtype not in _TORCH_TO_JAX for t in tensors):
+        return "a dtype the loop program has no type for"
+    if _C._get_eager_mode() == _EAGER_DEBUG:
+        return "Debug Eager runs every op on its own"
+    if torch._C._is_any_autocast_enabled():
+        return "autocast is on"
+    return ""
+
+
+class _Refused(Exception):
+    pass
+
+
+def _record(fn, args: list, device: int):
+    """Runs `fn(*args)` while the runtime records its ops, its tensor
+    arguments being placeholders (loop inputs 0, 1, ... in order; ints, such
+    as the sizes Dynamo passes, are given as they are); returns the recorded
+    body and its outputs' shapes and dtypes."""
+    placeholders = [a for a in args if isinstance(a, torch.Tensor)]
+    rng = torch.tpu.get_rng_state(device)
+    mode = _C._get_eager_mode()
+    _C._region_begin(device)
+    try:
+        for k, ph in enumerate(placeholders):
+            _C._region_placeholder(ph, k)
+        if mode != _EAGER_FUSED:
+            _C._set_eager_mode(_EAGER_FUSED)
+        with torch.no_grad():
+            outs = fn(*args)
+        if isinstance(outs, torch.Tensor):
+            outs = (outs,)
+        outs = list(outs)
+        if not all(isinstance(o, torch.Tensor) and o.device.type == "tpu" for o in outs):
+            raise _Refused("the body returned something other than tpu tensors")
+        # Each result in a storage of its own that the body computed (an
+        # input returned unchanged would otherwise be a placeholder).
+        flat = [o.clone(memory_format=torch.contiguous_format).view(-1) for o in outs]
+    except BaseException:
+        _C._region_abort(device)
+        if mode != _EAGER_FUSED:
+            _C._set_eager_mode(mode)
+        raise
+    body = _C._region_end(device, flat)
+    if mode != _EAGER_FUSED:
+        _C._set_eager_mode(mode)
+    if body.refused:
+        raise _Refused(body.refused)
+    if not torch.equal(torch.tpu.get_rng_state(device), rng):
+        # Each step would draw the same numbers.
+        raise _Refused("the body draws random numbers")
+    return body, [(o.shape, o.dtype) for o in outs]
+
+
+def _placeholder(shape, dtype, device) -> torch.Tensor:
+    return torch.empty(_numel(shape), dtype=dtype, device=device).view(shape)
+
+
+def _dense(why: str):
+    global last_refusal
+    last_refusal = why
+    stats["dense"] += 1
+
+
+@scan_op.py_impl(DispatchKey.PrivateUse1)
+def _scan_tpu(combine_fn, init, xs, additional_inputs):
+    init, xs, additional_inputs = list(init), list(xs), list(additional_inputs)
+    tensor_adds = [a for a in additional_inputs if not isinstance(a, int)]
+    why = _refusal(init + xs + tensor_adds)
+    if not why and not xs:
+        why = "nothing to scan over"
+    if not why and xs[0].shape[0] == 0:
+        why = "an empty scan"
+    if why:
+        _dense(why)
+        return scan_op_dense(combine_fn, init, xs, additional_inputs)
+    device = xs[0].device
+    length = int(xs[0].shape[0])
+    slices = [x.shape[1:] for x in xs]
+    phs = ([_placeholder(c.shape, c.dtype, device) for c in init]
+           + [_placeholder(s, x.dtype, device) for s, x in zip(slices, xs)]
+           + [_placeholder(a.shape, a.dtype, device) if isinstance(a, torch.Tensor) else a
+              for a in additional_inputs])
+    try:
+        body, outs = _record(combine_fn, phs, device.index)
+    except _Refused as e:
+        _dense(str(e))
+        return scan_op_dense(combine_fn, init, xs, additional_inputs)
+    m = len(init)
+    carries = [_flat(c) for c in init]
+    x_flat = [_flat(x) for x in xs]
+    adds = [_flat(a) for a in tensor_adds]
+    text, outside = _C._scan_program(body, carries, [p.view(-1) for p in phs[m:m + len(xs)]], adds, length,
+                                     device.index)
+    results = outs[:m] + [(torch.Size([length, *s]), dt) for s, dt in outs[m:]]
+    return tuple(_run(text, carries + x_flat + adds + list(outside), results))
+
+
+@while_loop_op.py_impl(DispatchKey.PrivateUse1)
+def _while_loop_tpu(cond_fn, body_fn, carried_inputs, additional_inputs):
+    carried, additional = list(carried_inputs), list(additional_inputs)
+    adds = [a for a in additional if not isinstance(a, int)]
+    why = _refusal(carried + adds)
+    if not why and not carried:
+        why = "nothing carried"
+    if why:
+        _dense(why)
+        return while_loop_dense(cond_fn, body_fn, carried_inputs, additional_inputs)
+    device = carried[0].device
+    try:
+        def args():
+            return ([_placeholder(t.shape, t.dtype, device) for t in carried]
+                    + [_placeholder(a.shape, a.dtype, device) if isinstance(a, torch.Tensor) else a
+                       for a in additional])
+
+        cond, cond_out = _record(cond_fn, args(), device.index)
+        if len(cond_out) != 1 or cond_out[0][1] != torch.bool or _numel(cond_out[0][0]) != 1:
+            raise _Refused("cond_fn does not return one bool")
+        body, body_out = _record(body_fn, args(), device.index)
+        if [(tuple(s), d) for s, d in body_out] != [(tuple(t.shape), t.dtype) for t in carried]:
+            raise _Refused("the body changes a carried value's shape or dtype")
+    except _Refused as e:
+        _dense(str(e))
+        return while_loop_dense(cond_fn, body_fn, carried_inputs, additional_inputs)
+    c_flat = [_flat(t) for t in carried]
+    a_flat = [_flat(t) for t in adds]
+    text, outside = _C._while_program(cond, body, c_flat, a_flat, device.index)
+    return tuple(_run(text, c_flat + a_flat + list(outside), [(t.shape, t.dtype) for t in carried]))
