@@ -104,22 +104,25 @@ def test_while_loop_that_never_runs_its_body():
     assert_close(to_cpu(count_up(*to_tpu((x, k)))), count_up(x, k))
 
 
-def test_body_that_checks_indices_runs_densely():
-    idx = torch.tensor([2, 0, 1])
-
+def test_body_that_checks_indices_keeps_its_checks():
     def f(xs, h, idx):
         return scan(lambda h, x: (h + x[idx], h.clone()), h, xs)
 
-    args = (torch.randn(4, 3), torch.zeros(3), idx)
+    args = (torch.randn(4, 3), torch.zeros(3), torch.tensor([2, 0, 1]))
     before = _loops()
     got = f(*to_tpu(args))
-    assert _loops()[1] == before[1] + 1
-    assert "checks its data" in cf.last_refusal
+    assert _loops() == (before[0] + 1, before[1]), cf.last_refusal
     assert_close(to_cpu(got), f(*args))
-    # An out-of-range index still raises (the dense path checks it).
-    with pytest.raises(Exception, match="index|out of"):
-        f(*to_tpu((args[0], args[1], torch.tensor([5, 0, 1]))))
+    # An index out of range at one step raises at the next sync, as the op would.
+    bad = torch.tensor([[2, 0, 1], [2, 0, 1], [5, 0, 1], [2, 0, 1]])
+
+    def g(xs, h, idx):
+        return scan(lambda h, xi: (h + xi[0][xi[1]], h.clone()), h, (xs, idx))
+
+    with pytest.raises((IndexError, RuntimeError), match="out of bounds|out of range"):
+        g(*to_tpu((args[0], args[1], bad)))
         torch.tpu.synchronize()
+    assert_close(to_cpu(g(*to_tpu((args[0], args[1], bad.clamp(max=2))))), g(args[0], args[1], bad.clamp(max=2)))
 
 
 def test_body_that_draws_random_numbers_runs_densely():

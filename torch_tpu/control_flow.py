@@ -10,7 +10,10 @@ its ops (runtime/regions.h); the engine builds the loop program around the
 recorded body (exec/region_loop.h), and the loop runs as one op of the
 `tpu_jax` library whose program text is that module. A body the loop cannot
 hold (it reads a value on the host, checks data on the device, draws random
-numbers, needs gradients) runs through torch's dense kernel as before.
+numbers, needs gradients) runs through torch's dense kernel as before. An
+op in the body that checks data on the device (an index range) keeps its
+check: the loop carries each flag's first failure out, and it is reported at
+the next synchronisation like any op's.
 """
 
 from __future__ import annotations
@@ -57,12 +60,17 @@ stats = {"loops": 0, "dense": 0}  # loops run as one program, bodies refused (te
 last_refusal = ""
 
 
-def _run(text: str, operands: list[torch.Tensor], results: list[tuple[torch.Size, torch.dtype]]):
+def _run(text: str, operands: list[torch.Tensor], results: list[tuple[torch.Size, torch.dtype]], body):
+    """Runs the loop program; returns its results shaped as `results`. The
+    body's check flags (its last results) join the device's pending checks."""
+    flags = [(torch.Size([2]), torch.int64)] * body.num_checks
     spec = "loop:" + hashlib.sha1(text.encode()).hexdigest()
     if spec not in _PROGRAMS:
-        _PROGRAMS[spec] = (text, [((_numel(s),), _TORCH_TO_JAX[dt]) for s, dt in results])
+        _PROGRAMS[spec] = (text, [((_numel(s),), _TORCH_TO_JAX[dt]) for s, dt in results + flags])
     flat = _LOOP.op(operands, spec)
     stats["loops"] += 1
+    if flags:
+        _C._region_defer_checks(body, flat[len(results):])
     return [f.view(s) for f, (s, _) in zip(flat, results)]
 
 
@@ -188,7 +196,7 @@ def _scan_tpu(combine_fn, init, xs, additional_inputs):
     text, outside = _C._scan_program(body, carries, [p.view(-1) for p in phs[m:m + len(xs)]], adds, length,
                                      device.index)
     results = outs[:m] + [(torch.Size([length, *s]), dt) for s, dt in outs[m:]]
-    return tuple(_run(text, carries + x_flat + adds + list(outside), results))
+    return tuple(_run(text, carries + x_flat + adds + list(outside), results, body))
 
 
 @while_loop_op.py_impl(DispatchKey.PrivateUse1)
@@ -211,6 +219,8 @@ def _while_loop_tpu(cond_fn, body_fn, carried_inputs, additional_inputs):
         cond, cond_out = _record(cond_fn, args(), device.index)
         if len(cond_out) != 1 or cond_out[0][1] != torch.bool or _numel(cond_out[0][0]) != 1:
             raise _Refused("cond_fn does not return one bool")
+        if cond.num_checks:
+            raise _Refused("cond_fn checks data on the device (an index, an integer division)")
         body, body_out = _record(body_fn, args(), device.index)
         if [(tuple(s), d) for s, d in body_out] != [(tuple(t.shape), t.dtype) for t in carried]:
             raise _Refused("the body changes a carried value's shape or dtype")
@@ -220,4 +230,4 @@ def _while_loop_tpu(cond_fn, body_fn, carried_inputs, additional_inputs):
     c_flat = [_flat(t) for t in carried]
     a_flat = [_flat(t) for t in adds]
     text, outside = _C._while_program(cond, body, c_flat, a_flat, device.index)
-    return tuple(_run(text, c_flat + a_flat + list(outside), [(t.shape, t.dtype) for t in carried]))
+    return tuple(_run(text, c_flat + a_flat + list(outside), [(t.shape, t.dtype) for t in carried], body))

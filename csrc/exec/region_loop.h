@@ -16,15 +16,17 @@ namespace torch_tpu::exec {
 // scan(combine_fn, init, xs, additional): the body maps (carries, one slice of
 // each x, additional) to (next carries, ys). Operands: carries, xs (`length`
 // slices each, one after another), additional, then body.outside; results:
-// the last carries, then each y stacked over the steps. Throws c10::Error
-// when the body's carries do not keep their types.
+// the last carries, each y stacked over the steps, then one flag per
+// body.checks (its first failure). Throws c10::Error when the body's
+// carries do not keep their types.
 std::string scan_module(const runtime::RegionTrace& body, const std::vector<hlo::TensorType>& carries,
                         const std::vector<hlo::TensorType>& x_slices, const std::vector<hlo::TensorType>& additional,
                         int64_t length);
 
 // while_loop(cond_fn, body_fn, carried, additional): operands carried,
 // additional, cond.outside, body.outside; results: the carried values when
-// cond (a one-element bool) is false.
+// cond (a one-element bool) is false, then one flag per body.checks. A cond
+// with checks is refused.
 std::string while_module(const runtime::RegionTrace& cond, const runtime::RegionTrace& body,
                          const std::vector<hlo::TensorType>& carried, const std::vector<hlo::TensorType>& additional);
 

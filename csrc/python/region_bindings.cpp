@@ -56,7 +56,8 @@ std::vector<runtime::BufferRef> buffers(const std::vector<at::Tensor>& ts) {
 void init_region_bindings(py::module& m) {
   py::class_<runtime::RegionTrace>(m, "_RegionTrace")
       .def_readonly("refused", &runtime::RegionTrace::refused)
-      .def_readonly("text", &runtime::RegionTrace::text);
+      .def_readonly("text", &runtime::RegionTrace::text)
+      .def_property_readonly("num_checks", [](const runtime::RegionTrace& r) { return r.checks.size(); });
   m.def("_region_begin", [](int device) { runtime::region_begin(device); });
   // `t` (a fresh contiguous tpu tensor) now stands for the loop's input `index`.
   m.def("_region_placeholder", [](const at::Tensor& t, int index) {
@@ -68,6 +69,13 @@ void init_region_bindings(py::module& m) {
     return runtime::region_end(device, buffers(outputs));
   });
   m.def("_region_abort", [](int device) { runtime::region_abort(device); });
+  // The loop's check flags (its last results) are pending like any op's.
+  m.def("_region_defer_checks", [](const runtime::RegionTrace& body, const std::vector<at::Tensor>& flags) {
+    TORCH_CHECK(flags.size() == body.checks.size(), "torch_tpu: internal error: loop check flags");
+    for (size_t i = 0; i < flags.size(); ++i)
+      runtime::defer_check(flags[i].device().index(), device::storage_buffer(flags[i].storage()).buffer,
+                           body.checks[i]);
+  });
   // (module text, the tensors to pass after the loop's own operands)
   m.def("_scan_program", [](const runtime::RegionTrace& body, const std::vector<at::Tensor>& carries,
                             const std::vector<at::Tensor>& x_slices, const std::vector<at::Tensor>& additional,

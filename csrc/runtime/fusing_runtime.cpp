@@ -717,11 +717,13 @@ class ModeRuntime final : public Runtime {
     const Trace& t = *r.trace;
     RegionTrace out;
     out.refused = t.region_broken;
-    // Flags would be a loop's per-step results, which the loop drops.
-    if (out.refused.empty() && !flags.empty())
-      out.refused = "an op in the loop body checks its data on the device (an index, an integer division)";
+    std::vector<BufferRef> results = outputs;
+    for (auto& f : flags) {  // the checks' flags become results too (regions.h)
+      results.push_back(f.flag);
+      out.checks.push_back(f.check);
+    }
     std::vector<std::shared_ptr<LazyBuffer>> live;
-    for (const auto& o : outputs) {
+    for (const auto& o : results) {
       if (!out.refused.empty()) break;
       auto lazy = std::dynamic_pointer_cast<LazyBuffer>(o);
       if (!lazy || lazy->trace != r.trace) out.refused = "a result of the loop body is not computed by it";

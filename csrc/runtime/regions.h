@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "hlo/types.h"
+#include "runtime/deferred_checks.h"
 #include "runtime/runtime.h"
 
 namespace torch_tpu::runtime {
@@ -32,12 +33,16 @@ struct RegionTrace {
   std::vector<hlo::TensorType> param_types;
   std::vector<BufferRef> outside;        // the parameters that are no placeholder, in order
   std::vector<hlo::TensorType> result_types;
+  // The body's deferred-check flags (an index range, ...) are its last
+  // results, one per check here: a loop keeps each flag's first failure and
+  // hands it to defer_check after it ran.
+  std::vector<CheckRef> checks;
 };
 
 // Stops recording and puts the device's trace and flags back. `outputs` must
 // be values the region computed (the body's results). The region's values
 // raise when read afterwards. Refused (not thrown) when the body read a value
-// on the host, synchronized, checked data on the device or ran a replay.
+// on the host, synchronized or ran a replay.
 RegionTrace region_end(int device, const std::vector<BufferRef>& outputs);
 
 // The body raised: drops the region and puts the device's trace back.
