@@ -176,3 +176,22 @@ def test_compiled_training_through_scan_matches_cpu():
         assert_close(w.grad.cpu(), w_cpu.grad)
         assert_close(u.grad.cpu(), u_cpu.grad)
     assert _loops()[0] >= before[0] + 2, cf.last_refusal
+
+
+def branchy(p, x, y):
+    return torch.cond(p.sum() > 0, lambda x, y: (x * 2 + y).sin(), lambda x, y: x - y.mean(), (x, y))
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_cond_is_one_program_without_a_host_read(sign):
+    g = torch.Generator().manual_seed(2)
+    p, x, y = sign * torch.ones(2), torch.randn(3, 4, generator=g), torch.randn(4, generator=g)
+    want = branchy(p, x, y)
+    before = _loops()
+    assert_close(to_cpu(branchy(*to_tpu((p, x, y)))), want)
+    assert _loops() == (before[0] + 1, before[1]), cf.last_refusal
+    f = torch.compile(branchy, backend="tpu", fullgraph=True)
+    replays = torch_tpu.compile_stats()["replays"]
+    for s in (sign, -sign, sign, -sign):  # captured (no host read refuses it), replayed with either branch
+        assert_close(to_cpu(f(*to_tpu((s * p, x, y)))), branchy(s * p, x, y))
+    assert torch_tpu.compile_stats()["replays"] >= replays + 2

@@ -1,5 +1,6 @@
-"""torch's `scan` and `while_loop` on tpu tensors as one `stablehlo.while`
-(docs/design.md, "Loops as one stablehlo.while").
+"""torch's `scan` and `while_loop` on tpu tensors as one `stablehlo.while`,
+and `cond` as one `stablehlo.if` (docs/design.md, "Loops as one
+stablehlo.while").
 
 torch runs these higher-order ops, eagerly and inside a `torch.compile` graph
 alike, through their dense kernels: a Python loop calling the body once per
@@ -24,6 +25,7 @@ from typing import Any, Sequence
 
 import torch
 from torch._C import DispatchKey
+from torch._higher_order_ops.cond import cond_op, cond_op_dense
 from torch._higher_order_ops.scan import scan_op, scan_op_dense
 from torch._higher_order_ops.while_loop import while_loop_dense, while_loop_op
 
@@ -119,7 +121,8 @@ def _record(fn, args: list, device: int):
     """Runs `fn(*args)` while the runtime records its ops, its tensor
     arguments being placeholders (loop inputs 0, 1, ... in order; ints, such
     as the sizes Dynamo passes, are given as they are); returns the recorded
-    body and its outputs' shapes and dtypes."""
+    body, its outputs' shapes and dtypes, and whether `fn` returned one tensor
+    rather than a sequence."""
     placeholders = [a for a in args if isinstance(a, torch.Tensor)]
     rng = torch.tpu.get_rng_state(device)
     mode = _C._get_eager_mode()
@@ -131,7 +134,8 @@ def _record(fn, args: list, device: int):
             _C._set_eager_mode(_EAGER_FUSED)
         with torch.no_grad():
             outs = fn(*args)
-        if isinstance(outs, torch.Tensor):
+        single = isinstance(outs, torch.Tensor)
+        if single:
             outs = (outs,)
         outs = list(outs)
         if not all(isinstance(o, torch.Tensor) and o.device.type == "tpu" for o in outs):
@@ -152,7 +156,7 @@ def _record(fn, args: list, device: int):
     if not torch.equal(torch.tpu.get_rng_state(device), rng):
         # Each step would draw the same numbers.
         raise _Refused("the body draws random numbers")
-    return body, [(o.shape, o.dtype) for o in outs]
+    return body, [(o.shape, o.dtype) for o in outs], single
 
 
 def _placeholder(shape, dtype, device) -> torch.Tensor:
@@ -185,7 +189,7 @@ def _scan_tpu(combine_fn, init, xs, additional_inputs):
            + [_placeholder(a.shape, a.dtype, device) if isinstance(a, torch.Tensor) else a
               for a in additional_inputs])
     try:
-        body, outs = _record(combine_fn, phs, device.index)
+        body, outs, _ = _record(combine_fn, phs, device.index)
     except _Refused as e:
         _dense(str(e))
         return scan_op_dense(combine_fn, init, xs, additional_inputs)
@@ -216,12 +220,12 @@ def _while_loop_tpu(cond_fn, body_fn, carried_inputs, additional_inputs):
                     + [_placeholder(a.shape, a.dtype, device) if isinstance(a, torch.Tensor) else a
                        for a in additional])
 
-        cond, cond_out = _record(cond_fn, args(), device.index)
+        cond, cond_out, _ = _record(cond_fn, args(), device.index)
         if len(cond_out) != 1 or cond_out[0][1] != torch.bool or _numel(cond_out[0][0]) != 1:
             raise _Refused("cond_fn does not return one bool")
         if cond.num_checks:
             raise _Refused("cond_fn checks data on the device (an index, an integer division)")
-        body, body_out = _record(body_fn, args(), device.index)
+        body, body_out, _ = _record(body_fn, args(), device.index)
         if [(tuple(s), d) for s, d in body_out] != [(tuple(t.shape), t.dtype) for t in carried]:
             raise _Refused("the body changes a carried value's shape or dtype")
     except _Refused as e:
@@ -231,3 +235,36 @@ def _while_loop_tpu(cond_fn, body_fn, carried_inputs, additional_inputs):
     a_flat = [_flat(t) for t in adds]
     text, outside = _C._while_program(cond, body, c_flat, a_flat, device.index)
     return tuple(_run(text, c_flat + a_flat + list(outside), [(t.shape, t.dtype) for t in carried], body))
+
+
+@cond_op.py_impl(DispatchKey.PrivateUse1)
+def _cond_tpu(pred, true_fn, false_fn, operands):
+    # One stablehlo.if: no host read of the predicate (a graph holding the
+    # cond stays replayable).
+    operands = list(operands)
+    tensors = [o for o in operands if not isinstance(o, int)]
+    why = _refusal([pred] + tensors) if isinstance(pred, torch.Tensor) else "the predicate is a Python value"
+    if not why and pred.numel() != 1:
+        why = "the predicate has several elements"
+    if why:
+        _dense(why)
+        return cond_op_dense(pred, true_fn, false_fn, operands)
+    device = pred.device
+
+    def args():
+        return [_placeholder(o.shape, o.dtype, device) if isinstance(o, torch.Tensor) else o for o in operands]
+
+    try:
+        on_true, true_out, single = _record(true_fn, args(), device.index)
+        on_false, false_out, _ = _record(false_fn, args(), device.index)
+        if [(tuple(s), d) for s, d in true_out] != [(tuple(s), d) for s, d in false_out]:
+            raise _Refused("the branches return different shapes or dtypes")
+        if on_true.num_checks or on_false.num_checks:
+            raise _Refused("a branch checks data on the device (an index, an integer division)")
+    except _Refused as e:
+        _dense(str(e))
+        return cond_op_dense(pred, true_fn, false_fn, operands)
+    flat = [_flat(t) for t in tensors]
+    text, outside = _C._cond_program(on_true, on_false, flat, device.index)
+    res = _run(text, [_flat(pred.to(torch.bool))] + flat + list(outside), true_out, on_true)
+    return res[0] if single else tuple(res)

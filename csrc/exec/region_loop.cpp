@@ -160,4 +160,34 @@ std::string while_module(const runtime::RegionTrace& cond, const runtime::Region
   return b.module_text(results);
 }
 
+std::string cond_module(const runtime::RegionTrace& on_true, const runtime::RegionTrace& on_false,
+                        const std::vector<TensorType>& operands) {
+  TORCH_CHECK(on_true.result_types == on_false.result_types,
+              "torch_tpu: cond: the two branches return different shapes or dtypes");
+  TORCH_CHECK(on_true.checks.empty() && on_false.checks.empty(),
+              "torch_tpu: cond: a branch that checks data on the device");
+  hlo::Builder b;
+  Value pred = b.parameter(TensorType{hlo::ElementType::kPred, {1}});
+  auto args = parameters(b, operands);
+  std::vector<TensorType> outside_types;
+  for (const auto* t : {&on_true, &on_false})
+    for (const auto& o : t->outside) outside_types.push_back(o->type());
+  auto outs = parameters(b, outside_types);
+  // The branches read the operands from the enclosing function (stablehlo.if's
+  // regions take no arguments).
+  auto branch = [&](const runtime::RegionTrace& r, const char* prefix, const char* name,
+                    std::vector<Value>::const_iterator outside) -> hlo::RegionBody {
+    return [&r, &args, prefix, name, outside](hlo::Builder& rb, const std::vector<Value>&) {
+      auto arg = [&args](int a) -> Value { return args[a]; };
+      return hlo::call_embedded(rb, hlo::embed_module(r.text, prefix), name, body_operands(r, arg, outside),
+                                r.result_types);
+    };
+  };
+  auto res = b.emit_regions(
+      "if", {hlo::reshape(pred, {})}, on_true.result_types,
+      {{{}, branch(on_true, "cond_true_", "tpu.cond_true", outs.cbegin())},
+       {{}, branch(on_false, "cond_false_", "tpu.cond_false", outs.cbegin() + on_true.outside.size())}});
+  return b.module_text(res);
+}
+
 }  // namespace torch_tpu::exec

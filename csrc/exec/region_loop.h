@@ -1,5 +1,6 @@
-// torch's `scan` and `while_loop` on tpu as one stablehlo.while (docs/design.md,
-// "Loops as one stablehlo.while"): the program around a recorded loop body
+// torch's `scan` and `while_loop` on tpu as one stablehlo.while, `cond` as one
+// stablehlo.if (docs/design.md, "Loops as one stablehlo.while"): the program
+// around a recorded loop body or branches
 // (runtime/regions.h). Every operand and result is a 1-D array (a storage's
 // buffer): the loop's tensors are passed flattened.
 #pragma once
@@ -29,5 +30,11 @@ std::string scan_module(const runtime::RegionTrace& body, const std::vector<hlo:
 // with checks is refused.
 std::string while_module(const runtime::RegionTrace& cond, const runtime::RegionTrace& body,
                          const std::vector<hlo::TensorType>& carried, const std::vector<hlo::TensorType>& additional);
+
+// cond(pred, true_fn, false_fn, operands) as one stablehlo.if: operands pred
+// (one bool), operands, on_true.outside, on_false.outside; results: the
+// chosen branch's. The branches must return the same types and check nothing.
+std::string cond_module(const runtime::RegionTrace& on_true, const runtime::RegionTrace& on_false,
+                        const std::vector<hlo::TensorType>& operands);
 
 }  // namespace torch_tpu::exec

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "device/storage.h"
+#include "exec/capture_notes.h"
 #include "exec/op_runner.h"
 #include "exec/region_loop.h"
 #include "lowering/context.h"
@@ -34,7 +35,11 @@ std::vector<hlo::TensorType> flat_types(const std::vector<at::Tensor>& ts) {
 std::vector<at::Tensor> outside_tensors(const std::vector<const runtime::RegionTrace*>& regions, int device) {
   std::vector<at::Tensor> out;
   for (const auto* r : regions)
-    for (const auto& buf : r->outside) {
+    for (size_t i = 0; i < r->outside.size(); ++i) {
+      const runtime::BufferRef& buf = r->outside[i];
+      // A scalar operand of the body, uploaded again as an array: a constant
+      // of a graph being captured, as the op engine notes its own uploads.
+      if (r->outside_scalar[i] && exec::capture::active()) exec::capture::note_constant(buf);
       at::ScalarType dtype = lowering::scalar_type(buf->type().element);
       at::Tensor t = exec::empty_tensor({buf->type().numel()}, dtype, static_cast<c10::DeviceIndex>(device));
       auto& sb = device::storage_buffer(t.storage());
@@ -82,6 +87,11 @@ void init_region_bindings(py::module& m) {
                             int64_t length, int device) {
     std::string text = exec::scan_module(body, flat_types(carries), flat_types(x_slices), flat_types(additional), length);
     return std::make_tuple(text, outside_tensors({&body}, device));
+  });
+  m.def("_cond_program", [](const runtime::RegionTrace& on_true, const runtime::RegionTrace& on_false,
+                            const std::vector<at::Tensor>& operands, int device) {
+    std::string text = exec::cond_module(on_true, on_false, flat_types(operands));
+    return std::make_tuple(text, outside_tensors({&on_true, &on_false}, device));
   });
   m.def("_while_program", [](const runtime::RegionTrace& cond, const runtime::RegionTrace& body,
                              const std::vector<at::Tensor>& carried, const std::vector<at::Tensor>& additional,

@@ -736,7 +736,10 @@ class ModeRuntime final : public Runtime {
         int arg = lazy != nullptr ? lazy->region_arg : -1;
         out.param_arg.push_back(arg);
         out.param_types.push_back(p->type());
-        if (arg < 0) out.outside.push_back(as_array(p));
+        if (arg < 0) {
+          out.outside_scalar.push_back(p->type().rank() == 0);
+          out.outside.push_back(as_array(p));
+        }
       }
       for (const auto& b : live) out.result_types.push_back(b->type());
     }

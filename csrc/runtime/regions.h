@@ -32,6 +32,7 @@ struct RegionTrace {
   std::vector<int> param_arg;            // per parameter: its placeholder's index, or -1
   std::vector<hlo::TensorType> param_types;
   std::vector<BufferRef> outside;        // the parameters that are no placeholder, in order
+  std::vector<bool> outside_scalar;      // per outside value: an uploaded scalar operand (a graph's constant)
   std::vector<hlo::TensorType> result_types;
   // The body's deferred-check flags (an index range, ...) are its last
   // results, one per check here: a loop keeps each flag's first failure and
