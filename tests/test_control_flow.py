@@ -195,3 +195,19 @@ def test_cond_is_one_program_without_a_host_read(sign):
     for s in (sign, -sign, sign, -sign):  # captured (no host read refuses it), replayed with either branch
         assert_close(to_cpu(f(*to_tpu((s * p, x, y)))), branchy(s * p, x, y))
     assert torch_tpu.compile_stats()["replays"] >= replays + 2
+
+
+def test_map_is_one_loop():
+    from functorch.experimental.control_flow import map as map_fn
+
+    g = torch.Generator().manual_seed(3)
+    xs, w = torch.randn(6, 4, 3, generator=g), torch.randn(3, 2, generator=g)
+
+    def f(xs, w):
+        return map_fn(lambda x, w: (x @ w).relu(), xs, w)
+
+    before = _loops()
+    got = f(*to_tpu((xs, w)))
+    assert _loops() == (before[0] + 1, before[1]), cf.last_refusal
+    assert_close(to_cpu(got), f(xs, w))
+    assert_close(to_cpu(torch.compile(f, backend="tpu", fullgraph=True)(*to_tpu((xs, w)))), f(xs, w))

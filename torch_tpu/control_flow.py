@@ -1,5 +1,5 @@
-"""torch's `scan` and `while_loop` on tpu tensors as one `stablehlo.while`,
-and `cond` as one `stablehlo.if` (docs/design.md, "Loops as one
+"""torch's `scan`, `map` and `while_loop` on tpu tensors as one
+`stablehlo.while`, and `cond` as one `stablehlo.if` (docs/design.md, "Loops as one
 stablehlo.while").
 
 torch runs these higher-order ops, eagerly and inside a `torch.compile` graph
@@ -26,6 +26,7 @@ from typing import Any, Sequence
 import torch
 from torch._C import DispatchKey
 from torch._higher_order_ops.cond import cond_op, cond_op_dense
+from torch._higher_order_ops.map import map_dense, map_impl
 from torch._higher_order_ops.scan import scan_op, scan_op_dense
 from torch._higher_order_ops.while_loop import while_loop_dense, while_loop_op
 
@@ -268,3 +269,31 @@ def _cond_tpu(pred, true_fn, false_fn, operands):
     text, outside = _C._cond_program(on_true, on_false, flat, device.index)
     res = _run(text, [_flat(pred.to(torch.bool))] + flat + list(outside), true_out, on_true)
     return res[0] if single else tuple(res)
+
+
+@map_impl.py_impl(DispatchKey.PrivateUse1)
+def _map_tpu(f, xs, pos_args):
+    # A scan without carries: one step's slice of each mapped input in, one
+    # slice of each stacked output out.
+    xs, pos_args = list(xs), list(pos_args)
+    tensor_args = [a for a in pos_args if not isinstance(a, int)]
+    why = _refusal(xs + tensor_args)
+    if not why and xs[0].shape[0] == 0:
+        why = "an empty map"
+    if why:
+        _dense(why)
+        return map_dense(f, xs, pos_args)
+    device = xs[0].device
+    length = int(xs[0].shape[0])
+    phs = ([_placeholder(x.shape[1:], x.dtype, device) for x in xs]
+           + [_placeholder(a.shape, a.dtype, device) if isinstance(a, torch.Tensor) else a for a in pos_args])
+    try:
+        body, outs, _ = _record(f, phs, device.index)
+    except _Refused as e:
+        _dense(str(e))
+        return map_dense(f, xs, pos_args)
+    x_flat = [_flat(x) for x in xs]
+    adds = [_flat(a) for a in tensor_args]
+    text, outside = _C._scan_program(body, [], [p.view(-1) for p in phs[:len(xs)]], adds, length, device.index)
+    results = [(torch.Size([length, *s]), dt) for s, dt in outs]
+    return list(_run(text, x_flat + adds + list(outside), results, body))
