@@ -211,3 +211,19 @@ def test_map_is_one_loop():
     assert _loops() == (before[0] + 1, before[1]), cf.last_refusal
     assert_close(to_cpu(got), f(xs, w))
     assert_close(to_cpu(torch.compile(f, backend="tpu", fullgraph=True)(*to_tpu((xs, w)))), f(xs, w))
+
+
+def test_nested_scans():
+    def f(xs, h):
+        def outer(h, x):  # x: [3, 2]
+            inner = scan(lambda c, y: (c + y.sum(), c * 1.0), h, x)
+            return inner[0] * 0.5, inner[1].sum(0)
+
+        return scan(outer, h, xs)
+
+    g = torch.Generator().manual_seed(4)
+    args = (torch.randn(5, 3, 2, generator=g), torch.zeros(()))
+    before = _loops()
+    got = f(*to_tpu(args))
+    assert _loops()[1] == before[1], cf.last_refusal
+    assert_close(to_cpu(got), f(*args))

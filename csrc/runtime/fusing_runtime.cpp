@@ -233,6 +233,7 @@ struct Trace {
 // A region being recorded, and what it set aside.
 struct Region {
   int device = 0;
+  std::thread::id thread;  // the one recording it
   std::shared_ptr<Trace> trace;
   std::shared_ptr<Trace> saved;  // the device's pending trace
   std::vector<PendingCheck> saved_checks;
@@ -281,8 +282,13 @@ class ModeRuntime final : public Runtime {
     RuntimeLock lock;
     EagerMode mode = eager_mode();
     const bool in_region = !regions_.empty() && regions_.back().device == prog.device();
-    if (in_region) mode = EagerMode::kFused;  // a loop body is recorded, whatever the mode
-    else if (capture_) {
+    if (in_region) {
+      mode = EagerMode::kFused;  // a loop body is recorded, whatever the mode
+      // Another thread's op would land in the body (its values then raise).
+      Trace& body = *regions_.back().trace;
+      if (std::this_thread::get_id() != regions_.back().thread && body.region_broken.empty())
+        body.region_broken = "another thread ran tpu ops while the loop body was recorded";
+    } else if (capture_) {
       if (std::this_thread::get_id() != capture_->thread)
         capture_->refuse("another thread ran tpu ops while the graph was captured");
       else if (mode != EagerMode::kFused)
@@ -698,6 +704,7 @@ class ModeRuntime final : public Runtime {
   void region_begin(int device) {
     Region r;
     r.device = device;
+    r.thread = std::this_thread::get_id();
     if (auto it = pending_.find(device); it != pending_.end()) {
       r.saved = std::move(it->second);
       pending_.erase(it);
