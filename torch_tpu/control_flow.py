@@ -34,7 +34,7 @@ from . import _C
 from .jax_op import _TORCH_TO_JAX, JaxOp
 
 _EAGER_FUSED = 2  # runtime::EagerMode::kFused
-# TORCH_TPU_LOOPS=0: every scan and while_loop runs through torch's dense kernels (to compare).
+# TORCH_TPU_LOOPS=0: scan, map, while_loop and cond run through torch's dense kernels (to compare).
 _ENABLED = os.environ.get("TORCH_TPU_LOOPS", "1") != "0"
 _EAGER_DEBUG = 1
 
