@@ -161,7 +161,17 @@ def _record(fn, args: list, device: int):
 
 
 def _placeholder(shape, dtype, device) -> torch.Tensor:
-    return torch.empty(_numel(shape), dtype=dtype, device=device).view(shape)
+    return torch.empty(shape, dtype=dtype, device=device)
+
+
+def _stand_in(a, device):
+    """A placeholder for a tensor argument of a body; an int (a size Dynamo passes) as it is."""
+    return _placeholder(a.shape, a.dtype, device) if isinstance(a, torch.Tensor) else a
+
+
+def _tensors(args) -> list:
+    """The arguments that are loop inputs: all but ints."""
+    return [a for a in args if not isinstance(a, int)]
 
 
 def _dense(why: str):
@@ -170,44 +180,47 @@ def _dense(why: str):
     stats["dense"] += 1
 
 
-@scan_op.py_impl(DispatchKey.PrivateUse1)
-def _scan_tpu(combine_fn, init, xs, additional_inputs):
-    init, xs, additional_inputs = list(init), list(xs), list(additional_inputs)
-    tensor_adds = [a for a in additional_inputs if not isinstance(a, int)]
-    why = _refusal(init + xs + tensor_adds)
+def _scan_loop(what: str, fn, init: list, xs: list, additional: list, dense):
+    """scan (and map, a scan without carries) as one loop: fn(*carries, *one
+    slice of each x, *additional) -> (next carries, per-step outputs).
+    Returns the last carries and the stacked outputs, or dense(why)."""
+    why = _refusal(init + xs + _tensors(additional))
     if not why and not xs:
-        why = "nothing to scan over"
+        why = f"nothing to {what} over"
     if not why and xs[0].shape[0] == 0:
-        why = "an empty scan"
+        why = f"an empty {what}"
     if why:
-        _dense(why)
-        return scan_op_dense(combine_fn, init, xs, additional_inputs)
+        return dense(why)
     device = xs[0].device
     length = int(xs[0].shape[0])
-    slices = [x.shape[1:] for x in xs]
-    phs = ([_placeholder(c.shape, c.dtype, device) for c in init]
-           + [_placeholder(s, x.dtype, device) for s, x in zip(slices, xs)]
-           + [_placeholder(a.shape, a.dtype, device) if isinstance(a, torch.Tensor) else a
-              for a in additional_inputs])
+    x_slices = [_placeholder(x.shape[1:], x.dtype, device) for x in xs]
     try:
-        body, outs, _ = _record(combine_fn, phs, device.index)
+        body, outs, _ = _record(fn, [_stand_in(c, device) for c in init] + x_slices
+                                + [_stand_in(a, device) for a in additional], device.index)
     except _Refused as e:
-        _dense(str(e))
-        return scan_op_dense(combine_fn, init, xs, additional_inputs)
+        return dense(str(e))
     m = len(init)
     carries = [_flat(c) for c in init]
     x_flat = [_flat(x) for x in xs]
-    adds = [_flat(a) for a in tensor_adds]
-    text, outside = _C._scan_program(body, carries, [p.view(-1) for p in phs[m:m + len(xs)]], adds, length,
-                                     device.index)
+    adds = [_flat(a) for a in _tensors(additional)]
+    text, outside = _C._scan_program(body, carries, [p.view(-1) for p in x_slices], adds, length, device.index)
     results = outs[:m] + [(torch.Size([length, *s]), dt) for s, dt in outs[m:]]
-    return tuple(_run(text, carries + x_flat + adds + list(outside), results, body))
+    return _run(text, carries + x_flat + adds + list(outside), results, body)
+
+
+@scan_op.py_impl(DispatchKey.PrivateUse1)
+def _scan_tpu(combine_fn, init, xs, additional_inputs):
+    def dense(why):
+        _dense(why)
+        return scan_op_dense(combine_fn, init, xs, additional_inputs)
+
+    return tuple(_scan_loop("scan", combine_fn, list(init), list(xs), list(additional_inputs), dense))
 
 
 @while_loop_op.py_impl(DispatchKey.PrivateUse1)
 def _while_loop_tpu(cond_fn, body_fn, carried_inputs, additional_inputs):
     carried, additional = list(carried_inputs), list(additional_inputs)
-    adds = [a for a in additional if not isinstance(a, int)]
+    adds = _tensors(additional)
     why = _refusal(carried + adds)
     if not why and not carried:
         why = "nothing carried"
@@ -217,9 +230,7 @@ def _while_loop_tpu(cond_fn, body_fn, carried_inputs, additional_inputs):
     device = carried[0].device
     try:
         def args():
-            return ([_placeholder(t.shape, t.dtype, device) for t in carried]
-                    + [_placeholder(a.shape, a.dtype, device) if isinstance(a, torch.Tensor) else a
-                       for a in additional])
+            return [_stand_in(a, device) for a in carried + additional]
 
         cond, cond_out, _ = _record(cond_fn, args(), device.index)
         if len(cond_out) != 1 or cond_out[0][1] != torch.bool or _numel(cond_out[0][0]) != 1:
@@ -243,7 +254,7 @@ def _cond_tpu(pred, true_fn, false_fn, operands):
     # One stablehlo.if: no host read of the predicate (a graph holding the
     # cond stays replayable).
     operands = list(operands)
-    tensors = [o for o in operands if not isinstance(o, int)]
+    tensors = _tensors(operands)
     why = _refusal([pred] + tensors) if isinstance(pred, torch.Tensor) else "the predicate is a Python value"
     if not why and pred.numel() != 1:
         why = "the predicate has several elements"
@@ -253,7 +264,7 @@ def _cond_tpu(pred, true_fn, false_fn, operands):
     device = pred.device
 
     def args():
-        return [_placeholder(o.shape, o.dtype, device) if isinstance(o, torch.Tensor) else o for o in operands]
+        return [_stand_in(o, device) for o in operands]
 
     try:
         on_true, true_out, single = _record(true_fn, args(), device.index)
@@ -275,25 +286,8 @@ def _cond_tpu(pred, true_fn, false_fn, operands):
 def _map_tpu(f, xs, pos_args):
     # A scan without carries: one step's slice of each mapped input in, one
     # slice of each stacked output out.
-    xs, pos_args = list(xs), list(pos_args)
-    tensor_args = [a for a in pos_args if not isinstance(a, int)]
-    why = _refusal(xs + tensor_args)
-    if not why and xs[0].shape[0] == 0:
-        why = "an empty map"
-    if why:
+    def dense(why):
         _dense(why)
         return map_dense(f, xs, pos_args)
-    device = xs[0].device
-    length = int(xs[0].shape[0])
-    phs = ([_placeholder(x.shape[1:], x.dtype, device) for x in xs]
-           + [_placeholder(a.shape, a.dtype, device) if isinstance(a, torch.Tensor) else a for a in pos_args])
-    try:
-        body, outs, _ = _record(f, phs, device.index)
-    except _Refused as e:
-        _dense(str(e))
-        return map_dense(f, xs, pos_args)
-    x_flat = [_flat(x) for x in xs]
-    adds = [_flat(a) for a in tensor_args]
-    text, outside = _C._scan_program(body, [], [p.view(-1) for p in phs[:len(xs)]], adds, length, device.index)
-    results = [(torch.Size([length, *s]), dt) for s, dt in outs]
-    return list(_run(text, x_flat + adds + list(outside), results, body))
+
+    return _scan_loop("map", f, [], list(xs), list(pos_args), dense)

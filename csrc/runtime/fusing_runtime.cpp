@@ -227,7 +227,10 @@ struct Trace {
   bool keep_whole = false;
   // A loop body being recorded (regions.h): never runs.
   bool region = false;
-  std::string region_broken;  // why it cannot be a loop body
+  std::string region_broken;  // why it cannot be a loop body (the first reason)
+  void refuse_region(const std::string& why) {
+    if (region_broken.empty()) region_broken = why;
+  }
 };
 
 // A region being recorded, and what it set aside.
@@ -281,13 +284,11 @@ class ModeRuntime final : public Runtime {
     const auto& prog = static_cast<const OpProgram&>(exe_base);
     RuntimeLock lock;
     EagerMode mode = eager_mode();
-    const bool in_region = !regions_.empty() && regions_.back().device == prog.device();
-    if (in_region) {
+    if (const Region* r = recording(prog.device())) {
       mode = EagerMode::kFused;  // a loop body is recorded, whatever the mode
       // Another thread's op would land in the body (its values then raise).
-      Trace& body = *regions_.back().trace;
-      if (std::this_thread::get_id() != regions_.back().thread && body.region_broken.empty())
-        body.region_broken = "another thread ran tpu ops while the loop body was recorded";
+      if (std::this_thread::get_id() != r->thread)
+        r->trace->refuse_region("another thread ran tpu ops while the loop body was recorded");
     } else if (capture_) {
       if (std::this_thread::get_id() != capture_->thread)
         capture_->refuse("another thread ran tpu ops while the graph was captured");
@@ -490,7 +491,7 @@ class ModeRuntime final : public Runtime {
     auto it = pending_.find(device);
     if (it == pending_.end() || !it->second) return;
     if (it->second->region) {  // a loop body never runs on its own
-      if (it->second->region_broken.empty()) it->second->region_broken = "the loop body synchronized or marked a step";
+      it->second->refuse_region("the loop body synchronized or marked a step");
       return;
     }
     std::shared_ptr<Trace> trace = std::move(it->second);
@@ -510,7 +511,7 @@ class ModeRuntime final : public Runtime {
     auto* lazy = dynamic_cast<LazyBuffer*>(buf.get());
     if (lazy == nullptr) return buf;
     if (lazy->trace && lazy->trace->region) {
-      if (lazy->trace->region_broken.empty()) lazy->trace->region_broken = "the loop body read a value on the host";
+      lazy->trace->refuse_region("the loop body read a value on the host");
       TORCH_CHECK(false, "torch_tpu: a loop body read a tensor's value on the host");
     }
     TORCH_CHECK(lazy->region_arg < 0, "torch_tpu: internal error: a loop body's placeholder was read outside its body");
@@ -585,8 +586,7 @@ class ModeRuntime final : public Runtime {
 
   std::vector<BufferRef> defer_replay(const std::shared_ptr<const CapturedOps>& cops,
                                       const std::vector<BufferRef>& params, int device) {
-    if (!regions_.empty() && regions_.back().device == device && regions_.back().trace->region_broken.empty())
-      regions_.back().trace->region_broken = "a compiled graph ran in the loop body";
+    if (const Region* r = recording(device)) r->trace->refuse_region("a compiled graph ran in the loop body");
     if (auto it = pending_.find(device); it != pending_.end() && it->second) {
       const Trace& t = *it->second;
       bool again = std::find(t.replays.begin(), t.replays.end(), cops) != t.replays.end();
@@ -1222,9 +1222,12 @@ class ModeRuntime final : public Runtime {
     if (device >= static_cast<int>(in_flight_.size())) in_flight_.resize(device + 1);
     return in_flight_[device];
   }
+  // The loop body being recorded on `device`, if any (regions nest: the innermost).
+  const Region* recording(int device) const {
+    return !regions_.empty() && regions_.back().device == device ? &regions_.back() : nullptr;
+  }
   Region pop_region(int device) {
-    TORCH_CHECK(!regions_.empty() && regions_.back().device == device,
-                "torch_tpu: internal error: no loop body is being recorded on tpu:", device);
+    TORCH_CHECK(recording(device), "torch_tpu: internal error: no loop body is being recorded on tpu:", device);
     Region r = std::move(regions_.back());
     regions_.pop_back();
     pending_.erase(device);
